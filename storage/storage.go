@@ -1,0 +1,189 @@
+// Package storage keeps ordered keys and values in Badger: opening a directory or an in-memory
+// store, read and read-write transactions that hide Badger's conflict retries, streaming range
+// scans, and a key codec whose byte order is UTF-16 code-unit order. It knows nothing of tables
+// or entities.
+package storage
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"runtime"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// Options say where and how to open the store.
+type Options struct {
+	// Dir is the directory holding the data; ignored when InMemory is set.
+	Dir string
+	// InMemory keeps everything in memory; nothing survives Close.
+	InMemory bool
+	// SyncWrites makes every commit wait for an fsync of the value log.
+	SyncWrites bool
+}
+
+// MaxConflictRetries bounds how often Update re-runs a closure whose transaction lost a
+// conflict. Each lost conflict means another writer committed, so the bound is only reached
+// under pathological contention.
+const MaxConflictRetries = 1000
+
+// ErrContention is returned by Update when a transaction lost MaxConflictRetries conflicts in a row.
+var ErrContention = errors.New("storage: transaction kept conflicting with concurrent writers")
+
+// DB is an open store. It is safe for concurrent use.
+type DB struct {
+	bdb *badger.DB
+}
+
+// Open opens (creating if needed) the store described by o.
+func Open(o Options) (*DB, error) {
+	bo := badger.DefaultOptions(o.Dir)
+	if o.InMemory {
+		bo = badger.DefaultOptions("").WithInMemory(true)
+	}
+	bo = bo.WithSyncWrites(o.SyncWrites).
+		WithLoggingLevel(badger.WARNING).
+		WithMetricsEnabled(false)
+	bdb, err := badger.Open(bo)
+	if err != nil {
+		return nil, fmt.Errorf("storage: open %q: %w", o.Dir, err)
+	}
+	return &DB{bdb: bdb}, nil
+}
+
+// Close flushes and closes the store.
+func (d *DB) Close() error {
+	if err := d.bdb.Close(); err != nil {
+		return fmt.Errorf("storage: close: %w", err)
+	}
+	return nil
+}
+
+// View runs fn in a read-only snapshot.
+func (d *DB) View(fn func(*Txn) error) error {
+	return d.bdb.View(func(t *badger.Txn) error { return fn(&Txn{t: t}) })
+}
+
+// Update runs fn in a read-write transaction and commits it. When the commit loses a conflict
+// with a concurrent writer, fn runs again on a fresh snapshot, so any condition it checks is
+// checked against the data that wins; fn must therefore have no effects outside the
+// transaction that a re-run would duplicate. An error returned by fn discards the
+// transaction and is returned unchanged.
+func (d *DB) Update(fn func(*Txn) error) error {
+	for range MaxConflictRetries {
+		err := d.bdb.Update(func(t *badger.Txn) error { return fn(&Txn{t: t}) })
+		if !errors.Is(err, badger.ErrConflict) {
+			return err
+		}
+		// Let the winner finish before competing again.
+		runtime.Gosched()
+	}
+	return ErrContention
+}
+
+// DropPrefix deletes every key starting with prefix. Badger pauses writes while it runs.
+func (d *DB) DropPrefix(prefix []byte) error {
+	if err := d.bdb.DropPrefix(prefix); err != nil {
+		return fmt.Errorf("storage: drop prefix: %w", err)
+	}
+	return nil
+}
+
+// Txn is a transaction passed to View or Update closures; it is valid only inside them.
+type Txn struct {
+	t *badger.Txn
+}
+
+// Get looks key up and, when present, calls fn with its value, which is valid only during fn.
+func (t *Txn) Get(key []byte, fn func(value []byte) error) (found bool, err error) {
+	item, err := t.t.Get(key)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("storage: get: %w", err)
+	}
+	if fn == nil {
+		return true, nil
+	}
+	return true, item.Value(fn)
+}
+
+// Set writes value under key. Neither slice may change until the transaction ends.
+func (t *Txn) Set(key, value []byte) error {
+	if err := t.t.Set(key, value); err != nil {
+		return fmt.Errorf("storage: set: %w", err)
+	}
+	return nil
+}
+
+// Delete removes key; deleting an absent key is not an error.
+func (t *Txn) Delete(key []byte) error {
+	if err := t.t.Delete(key); err != nil {
+		return fmt.Errorf("storage: delete: %w", err)
+	}
+	return nil
+}
+
+// Scan returns an iterator over the keys k with lower <= k < upper, in byte order. A nil upper
+// means no upper bound. Values are read only when asked for. Close it when done.
+func (t *Txn) Scan(lower, upper []byte) *Iterator {
+	opts := badger.DefaultIteratorOptions
+	// Values are small and live in the LSM tree; prefetching them costs more than it saves.
+	opts.PrefetchValues = false
+	opts.Prefix = commonPrefix(lower, upper)
+	return &Iterator{it: t.t.NewIterator(opts), lower: lower, upper: upper}
+}
+
+// Iterator walks a key range in order. It is not safe for concurrent use.
+type Iterator struct {
+	it           *badger.Iterator
+	lower, upper []byte
+	started      bool
+	item         *badger.Item
+}
+
+// Next advances to the next key in range and reports whether there is one.
+func (it *Iterator) Next() bool {
+	if !it.started {
+		it.started = true
+		it.it.Seek(it.lower)
+	} else {
+		it.it.Next()
+	}
+	if !it.it.Valid() {
+		it.item = nil
+		return false
+	}
+	item := it.it.Item()
+	if it.upper != nil && bytes.Compare(item.Key(), it.upper) >= 0 {
+		it.item = nil
+		return false
+	}
+	it.item = item
+	return true
+}
+
+// Key returns the current key; it is valid until the next call to Next.
+func (it *Iterator) Key() []byte { return it.item.Key() }
+
+// Value calls fn with the current value, which is valid only during fn.
+func (it *Iterator) Value(fn func(value []byte) error) error { return it.item.Value(fn) }
+
+// Close releases the iterator.
+func (it *Iterator) Close() { it.it.Close() }
+
+// commonPrefix is the longest prefix shared by every key in [lower, upper), which lets Badger
+// skip tables that cannot hold the range.
+func commonPrefix(lower, upper []byte) []byte {
+	if upper == nil {
+		return nil
+	}
+	n := 0
+	for n < len(lower) && n < len(upper) && lower[n] == upper[n] {
+		n++
+	}
+	// A key between two keys that share a prefix shares it too.
+	return lower[:n:n]
+}
