@@ -1,0 +1,306 @@
+package odata
+
+import (
+	"bytes"
+	"encoding/hex"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Type is an EDM primitive type. The zero value is not a type: a Value with
+// Type 0 compares as a type mismatch with every literal.
+type Type uint8
+
+// The eight EDM types the service stores.
+const (
+	String Type = iota + 1
+	Binary
+	Boolean
+	DateTime
+	Double
+	Guid
+	Int32
+	Int64
+)
+
+var typeNames = [...]string{
+	String:   "Edm.String",
+	Binary:   "Edm.Binary",
+	Boolean:  "Edm.Boolean",
+	DateTime: "Edm.DateTime",
+	Double:   "Edm.Double",
+	Guid:     "Edm.Guid",
+	Int32:    "Edm.Int32",
+	Int64:    "Edm.Int64",
+}
+
+// String returns the EDM name, e.g. "Edm.Int32".
+func (t Type) String() string {
+	if t >= String && t <= Int64 {
+		return typeNames[t]
+	}
+	return "Edm.Invalid(" + strconv.Itoa(int(t)) + ")"
+}
+
+// Value is a typed EDM value: a literal in a filter, or an entity's property
+// value. Only the field that belongs to Type is meaningful.
+type Value struct {
+	Type  Type
+	Str   string   // String
+	Bytes []byte   // Binary
+	Int   int64    // Int32, Int64; DateTime as 100-ns ticks since 0001-01-01T00:00:00Z; Boolean as 0/1
+	Float float64  // Double
+	Guid  [16]byte // Guid, in the order of the hex digits of its text form
+}
+
+// StringValue, BinaryValue, ... build Values; they exist so callers and tests
+// need not remember which field each type uses.
+func StringValue(s string) Value { return Value{Type: String, Str: s} }
+
+// BinaryValue returns an Edm.Binary value.
+func BinaryValue(b []byte) Value { return Value{Type: Binary, Bytes: b} }
+
+// BooleanValue returns an Edm.Boolean value.
+func BooleanValue(b bool) Value {
+	if b {
+		return Value{Type: Boolean, Int: 1}
+	}
+	return Value{Type: Boolean}
+}
+
+// DateTimeValue returns an Edm.DateTime value from .NET ticks (100 ns since
+// 0001-01-01T00:00:00Z).
+func DateTimeValue(ticks int64) Value { return Value{Type: DateTime, Int: ticks} }
+
+// DoubleValue returns an Edm.Double value.
+func DoubleValue(f float64) Value { return Value{Type: Double, Float: f} }
+
+// GuidValue returns an Edm.Guid value.
+func GuidValue(g [16]byte) Value { return Value{Type: Guid, Guid: g} }
+
+// Int32Value returns an Edm.Int32 value.
+func Int32Value(i int32) Value { return Value{Type: Int32, Int: int64(i)} }
+
+// Int64Value returns an Edm.Int64 value.
+func Int64Value(i int64) Value { return Value{Type: Int64, Int: i} }
+
+// Tick arithmetic. The service counts time in .NET ticks; Go's time.Duration
+// cannot span 9999 years, so conversions go through Unix seconds.
+const (
+	ticksPerSecond = 10_000_000
+	// unixEpochTicks is 1970-01-01T00:00:00Z in ticks.
+	unixEpochTicks = 621_355_968_000_000_000
+	// MaxTicks is 9999-12-31T23:59:59.9999999Z, the largest DateTime.
+	MaxTicks = 3_155_378_975_999_999_999
+)
+
+// TicksFromTime converts t to ticks. Times outside 0001..9999 are not
+// representable; the result is then meaningless.
+func TicksFromTime(t time.Time) int64 {
+	return (t.Unix()*ticksPerSecond + unixEpochTicks) + int64(t.Nanosecond()/100)
+}
+
+// TimeFromTicks converts ticks to a UTC time.Time.
+func TimeFromTicks(ticks int64) time.Time {
+	d := ticks - unixEpochTicks
+	sec := d / ticksPerSecond
+	rem := d % ticksPerSecond
+	if rem < 0 {
+		sec--
+		rem += ticksPerSecond
+	}
+	return time.Unix(sec, rem*100).UTC()
+}
+
+// String returns v as a filter literal, in the canonical form that Parse
+// accepts back: 'text', X'0A', true, datetime'…Z', 1.5, guid'…', 7, 7L.
+func (v Value) String() string {
+	var sb strings.Builder
+	v.appendLiteral(&sb)
+	return sb.String()
+}
+
+func (v Value) appendLiteral(sb *strings.Builder) {
+	switch v.Type {
+	case String:
+		sb.WriteByte('\'')
+		sb.WriteString(strings.ReplaceAll(v.Str, "'", "''"))
+		sb.WriteByte('\'')
+	case Binary:
+		sb.WriteString("X'")
+		sb.WriteString(strings.ToUpper(hex.EncodeToString(v.Bytes)))
+		sb.WriteByte('\'')
+	case Boolean:
+		if v.Int != 0 {
+			sb.WriteString("true")
+		} else {
+			sb.WriteString("false")
+		}
+	case DateTime:
+		sb.WriteString("datetime'")
+		sb.WriteString(TimeFromTicks(v.Int).Format("2006-01-02T15:04:05.9999999Z"))
+		sb.WriteByte('\'')
+	case Double:
+		sb.WriteString(formatDouble(v.Float))
+	case Guid:
+		sb.WriteString("guid'")
+		sb.WriteString(formatGuid(v.Guid))
+		sb.WriteByte('\'')
+	case Int32:
+		sb.WriteString(strconv.FormatInt(v.Int, 10))
+	case Int64:
+		sb.WriteString(strconv.FormatInt(v.Int, 10))
+		sb.WriteByte('L')
+	default:
+		sb.WriteString("<invalid>")
+	}
+}
+
+// formatDouble prints f so that the lexer reads it back as a Double (hence
+// the ".0" on integral values) with the same bits, including -0.
+func formatDouble(f float64) string {
+	switch {
+	case math.IsNaN(f):
+		return "NaN"
+	case math.IsInf(f, 1):
+		return "INF"
+	case math.IsInf(f, -1):
+		return "-INF"
+	}
+	s := strconv.FormatFloat(f, 'g', -1, 64)
+	if !strings.ContainsAny(s, ".e") {
+		s += ".0"
+	}
+	return s
+}
+
+func formatGuid(g [16]byte) string {
+	var buf [36]byte
+	hex.Encode(buf[0:8], g[0:4])
+	buf[8] = '-'
+	hex.Encode(buf[9:13], g[4:6])
+	buf[13] = '-'
+	hex.Encode(buf[14:18], g[6:8])
+	buf[18] = '-'
+	hex.Encode(buf[19:23], g[8:10])
+	buf[23] = '-'
+	hex.Encode(buf[24:36], g[10:16])
+	return string(buf[:])
+}
+
+// CompareStrings compares a and b by UTF-16 code units, the order the service
+// uses for keys and for string comparisons. It returns -1, 0 or +1.
+//
+// UTF-8 byte order equals code-point order, which differs from UTF-16 order
+// only when a supplementary character (a surrogate pair, 0xD800–0xDBFF first)
+// meets a character in U+E000–U+FFFF. So compare bytes, and look at the two
+// runes only where the strings first differ.
+func CompareStrings(a, b string) int {
+	n := min(len(a), len(b))
+	i := 0
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	if i == n {
+		return compareInt(int64(len(a)), int64(len(b)))
+	}
+	// Back up to the start of the rune holding the first difference; the
+	// prefix is shared, so for valid UTF-8 it is a rune boundary in both.
+	start := i
+	for start > 0 && start > i-(utf8.UTFMax-1) && !utf8.RuneStart(a[start]) {
+		start--
+	}
+	ra, sa := utf8.DecodeRuneInString(a[start:])
+	rb, sb := utf8.DecodeRuneInString(b[start:])
+	if ra != rb && !(ra == utf8.RuneError && sa == 1) && !(rb == utf8.RuneError && sb == 1) {
+		return compareInt(utf16Key(ra), utf16Key(rb))
+	}
+	return compareStringsSlow(a, b)
+}
+
+// compareStringsSlow handles invalid UTF-8, which the service never sees
+// (its strings are UTF-16) but a Go caller can pass. Invalid bytes read as
+// U+FFFD, as a UTF-16 conversion would make them; strings that still tie
+// are ordered by their bytes, so the order stays total.
+func compareStringsSlow(a, b string) int {
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		ra, sa := utf8.DecodeRuneInString(a[i:])
+		rb, sb := utf8.DecodeRuneInString(b[j:])
+		if c := compareInt(utf16Key(ra), utf16Key(rb)); c != 0 {
+			return c
+		}
+		i += sa
+		j += sb
+	}
+	switch {
+	case i < len(a):
+		return 1
+	case j < len(b):
+		return -1
+	}
+	return strings.Compare(a, b)
+}
+
+// utf16Key maps a rune to a number ordered like the rune's UTF-16 code
+// units: BMP below the surrogates, then supplementary characters (their
+// first unit is 0xD800–0xDBFF, and their order among themselves is their
+// code-point order), then U+E000–U+FFFF.
+func utf16Key(r rune) int64 {
+	if r >= 0xE000 && r <= 0xFFFF {
+		return int64(r) + 0x200000
+	}
+	return int64(r)
+}
+
+// compareValues compares two values of the same type with the service's
+// ordering. Doubles use .NET Double.CompareTo: NaN equals NaN and is less
+// than every other number, so every operator stays total and not(x lt y)
+// equals x ge y.
+func compareSame(a, b *Value) int {
+	switch a.Type {
+	case String:
+		return CompareStrings(a.Str, b.Str)
+	case Binary:
+		return bytes.Compare(a.Bytes, b.Bytes)
+	case Guid:
+		return bytes.Compare(a.Guid[:], b.Guid[:])
+	case Double:
+		return compareFloat(a.Float, b.Float)
+	default: // Boolean, DateTime, Int32, Int64
+		return compareInt(a.Int, b.Int)
+	}
+}
+
+func compareInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func compareFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	case a == b:
+		return 0
+	}
+	// At least one NaN.
+	an, bn := math.IsNaN(a), math.IsNaN(b)
+	switch {
+	case an && bn:
+		return 0
+	case an:
+		return -1
+	}
+	return 1
+}
