@@ -1,0 +1,200 @@
+package partition
+
+import (
+	"hash/fnv"
+	"hash/maphash"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Account is what the root package holds per DB: the limits, the fault
+// injection and one Table (range index, statistics, per-key buckets) per
+// table. All methods are safe for concurrent use.
+type Account struct {
+	now      func() time.Time
+	seed     uint64
+	hashSeed maphash.Seed
+
+	mode       atomic.Uint32 // LimitMode
+	limits     Limits
+	keyLimit   bucketParams
+	acctLimit  bucketParams
+	shardCap   int   // per-key buckets per shard
+	idleAfter  int64 // ns a full bucket must be idle before it is dropped
+	acctBucket sharedBucket
+
+	throttledPartition atomic.Int64 // entities refused by partition limits
+	throttledAccount   atomic.Int64 // entities refused by the account limit
+
+	bal    balanceParams
+	faults atomic.Pointer[faultState]
+
+	mu     sync.RWMutex
+	tables map[string]*Table
+}
+
+// New returns an Account configured by opts (nil means all defaults).
+func New(opts *Options) *Account {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	l := o.Limits
+	if !(l.PartitionRate > 0) {
+		l.PartitionRate = DefaultPartitionRate
+	}
+	if !(l.AccountRate > 0) {
+		l.AccountRate = DefaultAccountRate
+	}
+	if l.MaxKeys <= 0 {
+		l.MaxKeys = DefaultMaxKeys
+	}
+	a := &Account{
+		now:       o.Now,
+		seed:      o.Seed,
+		hashSeed:  maphash.MakeSeed(),
+		limits:    l,
+		keyLimit:  newBucketParams(l.PartitionRate, l.PartitionBurst),
+		acctLimit: newBucketParams(l.AccountRate, l.AccountBurst),
+		shardCap:  max(1, (l.MaxKeys+keyShards-1)/keyShards),
+		bal:       o.Balance.params(),
+		tables:    make(map[string]*Table),
+	}
+	a.limits.PartitionBurst, a.limits.AccountBurst = a.keyLimit.burst, a.acctLimit.burst
+	a.idleAfter = max(a.keyLimit.refill, int64(time.Second))
+	a.acctBucket.tat.Store(minTime)
+	a.mode.Store(uint32(l.Mode))
+	a.faults.Store(newFaultState(o.Faults))
+	return a
+}
+
+// minTime is a bucket time before any clock reading: a full bucket.
+const minTime = -1 << 62
+
+func (a *Account) nowNanos() int64 { return a.now().UnixNano() }
+
+// Limits returns the limits in force, defaults filled in.
+func (a *Account) Limits() Limits {
+	l := a.limits
+	l.Mode = a.LimitMode()
+	return l
+}
+
+// LimitMode returns the current limit mode.
+func (a *Account) LimitMode() LimitMode { return LimitMode(a.mode.Load()) }
+
+// SetLimitMode switches the limit mode; buckets keep their state.
+func (a *Account) SetLimitMode(m LimitMode) { a.mode.Store(uint32(m)) }
+
+// SetFaults replaces the fault injection configuration and restarts its
+// sequence of draws; the zero Faults turns injection off.
+func (a *Account) SetFaults(f Faults) { a.faults.Store(newFaultState(f)) }
+
+// Faults returns the fault injection configuration in force.
+func (a *Account) Faults() Faults {
+	if s := a.faults.Load(); s != nil {
+		return s.cfg
+	}
+	return Faults{}
+}
+
+// Table returns the table's state, creating it (one range covering every
+// key) on first use. name is the table's identity as the root package
+// defines it; pass the same spelling every time (the service's table names
+// are case-insensitive, so the lower-case name is a good choice). Hold the
+// result: its methods are the per-operation calls.
+func (a *Account) Table(name string) *Table {
+	a.mu.RLock()
+	t := a.tables[name]
+	a.mu.RUnlock()
+	if t != nil {
+		return t
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if t = a.tables[name]; t == nil {
+		t = newTable(a, name)
+		a.tables[name] = t
+	}
+	return t
+}
+
+// DropTable forgets a table's ranges and statistics, as when it is deleted.
+// A *Table still held keeps working but no longer appears in reports.
+func (a *Account) DropTable(name string) {
+	a.mu.Lock()
+	delete(a.tables, name)
+	a.mu.Unlock()
+}
+
+func (a *Account) tableList() []*Table {
+	a.mu.RLock()
+	ts := make([]*Table, 0, len(a.tables))
+	for _, t := range a.tables {
+		ts = append(ts, t)
+	}
+	a.mu.RUnlock()
+	slices.SortFunc(ts, func(x, y *Table) int { return compareKeys(x.name, y.name) })
+	return ts
+}
+
+// AdmitTableOp decides a table-level operation (create, delete or query
+// tables). Only fault injection applies: these operations touch no entities,
+// so the limits, which count entities, do not.
+func (a *Account) AdmitTableOp(kind Kind) Decision {
+	if f := a.faults.Load(); f != nil {
+		return f.decide(kind)
+	}
+	return Decision{}
+}
+
+// MustEndPage reports whether a query page that has scanned this many
+// entities must end now with a continuation token (fault injection's forced
+// continuation). Two loads and a compare: cheap enough to ask per entity.
+func (a *Account) MustEndPage(scanned int) bool {
+	f := a.faults.Load()
+	return f != nil && f.cfg.ContinuationEvery > 0 && scanned >= f.cfg.ContinuationEvery
+}
+
+// Balance runs the load balancer on every table now. It also runs by itself
+// inside operations, at most once per Balance.Interval per table; call this
+// after advancing a fake clock over a quiet period to see merges without
+// issuing operations.
+func (a *Account) Balance() {
+	now := a.nowNanos()
+	for _, t := range a.tableList() {
+		t.mu.Lock()
+		t.balance(now)
+		t.mu.Unlock()
+	}
+}
+
+// ResetStats clears traffic statistics: offered and throttled counts,
+// recent rates, split and merge counts, hot keys. It keeps what describes
+// the data or the layout rather than the traffic: stored entities and bytes,
+// the range partitions themselves, and the buckets' tokens.
+func (a *Account) ResetStats() {
+	now := a.nowNanos()
+	a.throttledPartition.Store(0)
+	a.throttledAccount.Store(0)
+	for _, t := range a.tableList() {
+		t.resetStats(now)
+	}
+}
+
+// fnvSeed derives a table's sampling seed from the account seed and its name.
+func fnvSeed(name string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	return h.Sum64()
+}
+
+func newTableRand(seed uint64, name string) *rand.Rand {
+	return rand.New(rand.NewPCG(seed, fnvSeed(name)))
+}

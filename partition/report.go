@@ -1,0 +1,220 @@
+package partition
+
+import (
+	"bufio"
+	"cmp"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// RangeInfo describes one range partition: the PartitionKeys [Low, High).
+// High is "" for the last range, which has no upper bound (no range can end
+// at "", the smallest key, so the empty High is unambiguous).
+type RangeInfo struct {
+	Low, High string
+	// Entities and Bytes are the stored data reported by RecordWrite. After
+	// a split they are estimated for each half (from a sample of inserted
+	// keys); the table's totals stay exact.
+	Entities, Bytes int64
+	// Rate is the recent offered load in entities/s (over Balance.Window).
+	Rate float64
+	// Offered counts entities offered since the last reset; Throttled those
+	// of them refused by a limit (or that would have been, when observing).
+	Offered, Throttled int64
+	// Splits is how many splits produced this range.
+	Splits int
+	// Offline is set while the range is offline after a split.
+	Offline bool
+}
+
+// KeyInfo describes one hot PartitionKey.
+type KeyInfo struct {
+	PartitionKey string
+	Rate         float64 // recent offered entities/s
+	Offered      int64   // entities offered while the key was tracked
+	Throttled    int64   // entities refused by its partition limit
+}
+
+// TableReport is one table's part of a Report.
+type TableReport struct {
+	Name            string
+	Entities, Bytes int64
+	Rate            float64
+	Offered         int64
+	Throttled       int64
+	Splits, Merges  int64
+	Ranges          []RangeInfo
+	// HotKeys are the PartitionKeys at half their limit or more, or that
+	// were throttled, hottest first (at most 10). Empty with LimitOff, which
+	// tracks no keys.
+	HotKeys []KeyInfo
+}
+
+// Report is a heat report: what the seeds' partition stress test asks a user
+// to examine (S001: compare each partition's throughput with its 2,000
+// entities/s target; S003: look for ServerBusy under load).
+type Report struct {
+	At            time.Time
+	Mode          LimitMode
+	PartitionRate float64 // limit, entities/s per PartitionKey
+	AccountRate   float64 // limit, entities/s for the account
+
+	Entities, Bytes int64
+	Rate            float64 // recent offered entities/s, all tables
+	Offered         int64
+	// ThrottledPartition and ThrottledAccount count entities refused (or,
+	// observing, that would have been) by each kind of limit.
+	ThrottledPartition int64
+	ThrottledAccount   int64
+
+	Tables []TableReport
+}
+
+// Report takes a heat report of the account now.
+func (a *Account) Report() Report {
+	at := a.now()
+	now := at.UnixNano()
+	rep := Report{
+		At:                 at,
+		Mode:               a.LimitMode(),
+		PartitionRate:      a.keyLimit.rate,
+		AccountRate:        a.acctLimit.rate,
+		ThrottledPartition: a.throttledPartition.Load(),
+		ThrottledAccount:   a.throttledAccount.Load(),
+	}
+	hotRate := a.keyLimit.rate / 2
+	if !a.keyLimit.enabled {
+		hotRate = a.bal.splitAbove / 2
+	}
+	for _, t := range a.tableList() {
+		t.mu.Lock()
+		tr := TableReport{Name: t.name, Ranges: t.rangeInfos(now), Splits: t.splits, Merges: t.merges}
+		t.mu.Unlock()
+		for _, r := range tr.Ranges {
+			tr.Entities += r.Entities
+			tr.Bytes += r.Bytes
+			tr.Rate += r.Rate
+			tr.Offered += r.Offered
+			tr.Throttled += r.Throttled
+		}
+		if rep.Mode != LimitOff {
+			tr.HotKeys = t.hotKeys(now, hotRate)
+		}
+		rep.Entities += tr.Entities
+		rep.Bytes += tr.Bytes
+		rep.Rate += tr.Rate
+		rep.Offered += tr.Offered
+		rep.Tables = append(rep.Tables, tr)
+	}
+	return rep
+}
+
+func sortKeyInfos(ks []KeyInfo) {
+	slices.SortFunc(ks, func(x, y KeyInfo) int {
+		if c := cmp.Compare(y.Rate, x.Rate); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(y.Throttled, x.Throttled); c != 0 {
+			return c
+		}
+		return compareKeys(x.PartitionKey, y.PartitionKey)
+	})
+}
+
+// String renders the report as fixed-width text tables.
+func (r Report) String() string {
+	var sb strings.Builder
+	r.WriteTo(&sb)
+	return sb.String()
+}
+
+const keyWidth = 24
+
+// WriteTo writes the report as fixed-width text tables: an account summary,
+// then per table its range partitions and hot PartitionKeys. Keys are
+// quoted (so blanks and control characters show) and cut to 24 columns.
+func (r Report) WriteTo(w io.Writer) (int64, error) {
+	cw := &countWriter{w: w}
+	bw := bufio.NewWriter(cw)
+	fmt.Fprintf(bw, "heat report at %s  limits: %s, %s/s per PartitionKey, %s/s per account\n",
+		r.At.UTC().Format(time.RFC3339), r.Mode, num(r.PartitionRate), num(r.AccountRate))
+	fmt.Fprintf(bw, "account: %d tables, %d entities, %s, %.1f entities/s offered, throttled entities: %d by partition limit, %d by account limit\n",
+		len(r.Tables), r.Entities, size(r.Bytes), r.Rate, r.ThrottledPartition, r.ThrottledAccount)
+	for _, t := range r.Tables {
+		fmt.Fprintf(bw, "\ntable %s: %d range partitions, %d entities, %s, %.1f entities/s offered, %d offered, %d throttled, %d splits, %d merges\n",
+			strconv.QuoteToASCII(t.Name), len(t.Ranges), t.Entities, size(t.Bytes), t.Rate, t.Offered, t.Throttled, t.Splits, t.Merges)
+		fmt.Fprintf(bw, "  %4s  %-*s  %-*s  %10s  %10s  %11s  %10s  %10s  %6s\n",
+			"#", keyWidth, "LOW (INCL.)", keyWidth, "HIGH (EXCL.)", "ENTITIES", "BYTES", "ENTITIES/S", "OFFERED", "THROTTLED", "SPLITS")
+		for i, rg := range t.Ranges {
+			low, high := quoteKey(rg.Low), quoteKey(rg.High)
+			if rg.Low == "" {
+				low = "(start)"
+			}
+			if rg.High == "" {
+				high = "(end)"
+			}
+			off := ""
+			if rg.Offline {
+				off = "  offline"
+			}
+			fmt.Fprintf(bw, "  %4d  %-*s  %-*s  %10d  %10s  %11.1f  %10d  %10d  %6d%s\n",
+				i, keyWidth, low, keyWidth, high, rg.Entities, size(rg.Bytes), rg.Rate, rg.Offered, rg.Throttled, rg.Splits, off)
+		}
+		if len(t.HotKeys) == 0 {
+			continue
+		}
+		fmt.Fprintf(bw, "  hot partition keys:\n")
+		fmt.Fprintf(bw, "  %-*s  %11s  %10s  %10s\n", keyWidth, "PARTITIONKEY", "ENTITIES/S", "OFFERED", "THROTTLED")
+		for _, k := range t.HotKeys {
+			fmt.Fprintf(bw, "  %-*s  %11.1f  %10d  %10d\n", keyWidth, quoteKey(k.PartitionKey), k.Rate, k.Offered, k.Throttled)
+		}
+	}
+	err := bw.Flush()
+	return cw.n, err
+}
+
+func quoteKey(k string) string {
+	q := strconv.QuoteToASCII(k)
+	if len(q) > keyWidth {
+		q = q[:keyWidth-3] + "..."
+	}
+	return q
+}
+
+func num(v float64) string {
+	if v <= 0 {
+		return "unlimited"
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
+}
+
+func size(b int64) string {
+	const unit = 1024
+	if b < unit && b > -unit {
+		return strconv.FormatInt(b, 10) + " B"
+	}
+	v, suffix := float64(b), ""
+	for _, s := range []string{"KiB", "MiB", "GiB", "TiB"} {
+		v /= unit
+		suffix = s
+		if v < unit && v > -unit {
+			break
+		}
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64) + " " + suffix
+}
+
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
