@@ -288,10 +288,23 @@ func (p *parser) parsePrimaryStart() (*node, *Error) {
 	return n, nil
 }
 
-// parseCall reads a function call's arguments. Every OData function gets 501
-// from Table storage, so the name is not checked, but the arguments must
-// still parse.
+// odataFunctions are the OData v3 canonical functions. WCF rejects any other
+// name as it parses ("Unknown function", 400); Table storage then rejects
+// every known one with 501.
+var odataFunctions = map[string]bool{
+	"substringof": true, "endswith": true, "startswith": true, "length": true,
+	"indexof": true, "replace": true, "substring": true, "tolower": true,
+	"toupper": true, "trim": true, "concat": true, "year": true, "month": true,
+	"day": true, "hour": true, "minute": true, "second": true, "round": true,
+	"floor": true, "ceiling": true, "isof": true, "cast": true,
+}
+
+// parseCall reads a function call; the arguments must parse even though the
+// call will be refused.
 func (p *parser) parseCall(name token) (*node, *Error) {
+	if !odataFunctions[p.text(name)] {
+		return nil, syntaxError(p.src, name.end)
+	}
 	if err := p.enter(); err != nil {
 		return nil, err
 	}
