@@ -6,6 +6,7 @@ package storage
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"runtime"
@@ -82,12 +83,44 @@ func (d *DB) Update(fn func(*Txn) error) error {
 	return ErrContention
 }
 
-// DropPrefix deletes every key starting with prefix. Badger pauses writes while it runs.
-func (d *DB) DropPrefix(prefix []byte) error {
-	if err := d.bdb.DropPrefix(prefix); err != nil {
-		return fmt.Errorf("storage: drop prefix: %w", err)
+// deleteChunk is how many keys DeleteRange removes per transaction: large enough to be
+// cheap per key, small enough to stay far below Badger's transaction size limit.
+const deleteChunk = 1000
+
+// DeleteRange deletes every key in [lower, upper), a chunk of keys per transaction, and
+// stops early when ctx is done. It is meant for ranges nothing writes to any more (a dropped
+// table): unlike Badger's DropPrefix, which refuses all writes while it runs, it never gets
+// in the way of other writers.
+func (d *DB) DeleteRange(ctx context.Context, lower, upper []byte) error {
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var keys [][]byte
+		err := d.View(func(tx *Txn) error {
+			it := tx.Scan(lower, upper)
+			defer it.Close()
+			for len(keys) < deleteChunk && it.Next() {
+				keys = append(keys, it.item.KeyCopy(nil))
+			}
+			return nil
+		})
+		if err != nil || len(keys) == 0 {
+			return err
+		}
+		err = d.Update(func(tx *Txn) error {
+			for _, k := range keys {
+				if err := tx.Delete(k); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		lower = SuccessorOf(keys[len(keys)-1])
 	}
-	return nil
 }
 
 // Txn is a transaction passed to View or Update closures; it is valid only inside them.

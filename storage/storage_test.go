@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"sync"
@@ -122,18 +123,40 @@ func TestUpdateRetriesConflicts(t *testing.T) {
 	assert.Equal(t, uint64(workers*each), n)
 }
 
-func TestDropPrefix(t *testing.T) {
+func TestDeleteRange(t *testing.T) {
 	db := openMem(t)
+	var want []string
 	require.NoError(t, db.Update(func(txn *Txn) error {
-		for _, k := range []string{"x1", "x2", "y1"} {
+		for i := range 2500 {
+			k := fmt.Sprintf("x%05d", i)
+			if err := txn.Set([]byte(k), []byte("v")); err != nil {
+				return err
+			}
+		}
+		for _, k := range []string{"a", "y1"} {
+			want = append(want, k)
 			if err := txn.Set([]byte(k), []byte("v")); err != nil {
 				return err
 			}
 		}
 		return nil
 	}))
-	require.NoError(t, db.DropPrefix([]byte("x")))
-	assert.Equal(t, []string{"y1"}, scanKeys(t, db, nil, nil))
+	// Writers elsewhere are not blocked while it runs.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 50 {
+			assert.NoError(t, db.Update(func(txn *Txn) error { return txn.Set([]byte(fmt.Sprintf("z%d", i)), nil) }))
+		}
+	}()
+	require.NoError(t, db.DeleteRange(context.Background(), []byte("x"), []byte("y")))
+	<-done
+	got := scanKeys(t, db, nil, []byte("z"))
+	assert.Equal(t, want, got)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	assert.ErrorIs(t, db.DeleteRange(ctx, []byte("a"), nil), context.Canceled)
 }
 
 func TestReopenKeepsData(t *testing.T) {

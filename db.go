@@ -1,0 +1,177 @@
+package tabula
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/tabuladb/tabula/storage"
+)
+
+// Options tune a DB. The zero value (or a nil *Options) is the default.
+type Options struct {
+	// SyncWrites makes every write wait until the operating system has flushed it to disk.
+	//
+	// Off (the default), a write is acknowledged once it is in the operating system's file
+	// cache: a process crash loses nothing acknowledged, but a power loss or kernel crash can
+	// lose the last writes acknowledged before it (typically the last few seconds). What
+	// survives is always whole transactions, never part of one. On, nothing acknowledged is
+	// lost even on power loss, at the price of an fsync per write (milliseconds on most
+	// disks). The choice does not matter for OpenInMemory.
+	SyncWrites bool
+
+	// Clock returns the current time; it stamps every write's Timestamp. Tests inject a fake
+	// clock to make Timestamps and ETags exact. Default: time.Now.
+	Clock func() time.Time
+}
+
+// DB is an open Tabula database: a set of tables in one Badger store. It is safe for
+// concurrent use; every operation is atomic.
+type DB struct {
+	store *storage.DB
+	clock func() time.Time
+
+	// stampMu guards the Timestamp clock.
+	stampMu sync.Mutex
+	// lastTicks is the last Timestamp handed out.
+	lastTicks int64
+	// reservedTicks is a persisted upper bound on handed-out Timestamps (see stamp).
+	reservedTicks int64
+
+	// drops tracks background deletions of dropped tables' data; Close stops and waits for
+	// them, and the next Open resumes what they left.
+	drops     sync.WaitGroup
+	stopDrops context.CancelFunc
+	dropsCtx  context.Context
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open opens the database in dir, creating it if needed. Reopening a directory brings back
+// every table and entity.
+func Open(dir string, opts *Options) (*DB, error) {
+	if dir == "" {
+		return nil, ErrInvalidInput.with("directory is empty; use OpenInMemory for a database without one")
+	}
+	return open(storage.Options{Dir: dir}, opts)
+}
+
+// OpenInMemory opens an empty database that lives in memory and vanishes on Close: the
+// fast, disposable kind that tests want.
+func OpenInMemory(opts *Options) (*DB, error) {
+	return open(storage.Options{InMemory: true}, opts)
+}
+
+func open(so storage.Options, opts *Options) (*DB, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	so.SyncWrites = o.SyncWrites
+	store, err := storage.Open(so)
+	if err != nil {
+		return nil, ErrInternal.with("%v", err)
+	}
+	db := &DB{store: store, clock: o.Clock}
+	db.dropsCtx, db.stopDrops = context.WithCancel(context.Background())
+	if err := db.loadClock(); err != nil {
+		_ = store.Close()
+		return nil, err
+	}
+	if err := db.resumeDrops(); err != nil {
+		_ = store.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// Close waits for background work and closes the database. Calling it again is harmless.
+func (db *DB) Close() error {
+	db.closeOnce.Do(func() {
+		db.stopDrops()
+		db.drops.Wait()
+		if err := db.store.Close(); err != nil {
+			db.closeErr = ErrInternal.with("%v", err)
+		}
+	})
+	return db.closeErr
+}
+
+// The Timestamp clock: max(now, last + 1 tick), so no two writes in a DB share a Timestamp
+// (and therefore an ETag) even within one 100 ns tick or when the clock steps back. To keep
+// that true across restarts, a bound a little ahead of the Timestamps handed out is persisted
+// before they are used, and the clock resumes above it; with a real clock that costs one tiny
+// write every reserveAhead.
+const reserveAhead = 10 * ticksPerSecond
+
+// stamp returns the next Timestamp, in ticks.
+func (db *DB) stamp() (int64, error) {
+	db.stampMu.Lock()
+	defer db.stampMu.Unlock()
+	t := max(ticksOf(db.clock()), db.lastTicks+1)
+	if t > db.reservedTicks {
+		reserve := t + reserveAhead
+		err := db.store.Update(func(tx *storage.Txn) error {
+			return tx.Set(clockKey, binary.BigEndian.AppendUint64(nil, uint64(reserve)))
+		})
+		if err != nil {
+			return 0, storageError(err)
+		}
+		db.reservedTicks = reserve
+	}
+	db.lastTicks = t
+	return t, nil
+}
+
+func (db *DB) loadClock() error {
+	err := db.store.View(func(tx *storage.Txn) error {
+		_, err := tx.Get(clockKey, func(v []byte) error {
+			if len(v) != 8 {
+				return errCorrupt("clock record is not 8 bytes")
+			}
+			db.reservedTicks = int64(binary.BigEndian.Uint64(v))
+			return nil
+		})
+		return err
+	})
+	db.lastTicks = db.reservedTicks
+	return storageError(err)
+}
+
+// update runs fn in one atomic read-write transaction. Every write goes through here, so that
+// concurrent writes can later be coalesced into one commit without touching the operations.
+// fn may run more than once (see storage.DB.Update) and must have no other effects.
+func (db *DB) update(ctx context.Context, fn func(tx *storage.Txn) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return storageError(db.store.Update(fn))
+}
+
+// view runs fn in a read-only snapshot.
+func (db *DB) view(ctx context.Context, fn func(tx *storage.Txn) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return storageError(db.store.View(fn))
+}
+
+// storageError passes Tabula's own errors and context errors through and turns anything else
+// from the storage layer into the service's errors, so Badger's never leak.
+func storageError(err error) error {
+	var te *Error
+	switch {
+	case err == nil || errors.As(err, &te) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		return err
+	case errors.Is(err, storage.ErrContention):
+		return ErrServerBusy.with("too many concurrent writers on the same entities; retry")
+	default:
+		return ErrInternal.with("%v", err)
+	}
+}

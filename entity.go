@@ -1,0 +1,380 @@
+package tabula
+
+import (
+	"encoding/hex"
+	"fmt"
+		"net/url"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// Entity is one row of a table: its two keys, the service-assigned Timestamp and ETag, and up
+// to 252 typed properties.
+type Entity struct {
+	PartitionKey string
+	RowKey       string
+	// Timestamp is set by the engine on every write; a value given on input is ignored, as
+	// the service ignores it.
+	Timestamp time.Time
+	// ETag identifies the version written at Timestamp; pass it back as an If-Match
+	// condition. It is ignored on input.
+	ETag       ETag
+	Properties Properties
+}
+
+// Properties maps property names (case-sensitive) to typed values. A nil value is dropped on
+// write, as the service drops a JSON null.
+type Properties map[string]Property
+
+// Property is a typed property value: one of String, Binary, Boolean, DateTime, Double, Guid,
+// Int32 or Int64, each a distinct type so that, for example, Int32 and Int64 never blur.
+type Property interface {
+	EdmType() EdmType
+	isProperty()
+}
+
+// EdmType names a property type as the service's wire format does.
+type EdmType string
+
+// The eight property types.
+const (
+	EdmString   EdmType = "Edm.String"
+	EdmBinary   EdmType = "Edm.Binary"
+	EdmBoolean  EdmType = "Edm.Boolean"
+	EdmDateTime EdmType = "Edm.DateTime"
+	EdmDouble   EdmType = "Edm.Double"
+	EdmGuid     EdmType = "Edm.Guid"
+	EdmInt32    EdmType = "Edm.Int32"
+	EdmInt64    EdmType = "Edm.Int64"
+)
+
+type (
+	// String is an Edm.String: at most 32,768 UTF-16 code units of valid UTF-8 text.
+	String string
+	// Binary is an Edm.Binary: at most 65,536 bytes.
+	Binary []byte
+	// Boolean is an Edm.Boolean.
+	Boolean bool
+	// DateTime is an Edm.DateTime between 1601-01-01 and 9999-12-31 UTC. The service keeps
+	// 100 ns ticks, so finer precision is truncated on write.
+	DateTime time.Time
+	// Double is an Edm.Double; NaN and the infinities are allowed.
+	Double float64
+	// Guid is an Edm.Guid, in the byte order of its text form (RFC 4122), so a
+	// github.com/google/uuid UUID converts directly.
+	Guid [16]byte
+	// Int32 is an Edm.Int32.
+	Int32 int32
+	// Int64 is an Edm.Int64.
+	Int64 int64
+)
+
+func (String) EdmType() EdmType   { return EdmString }
+func (Binary) EdmType() EdmType   { return EdmBinary }
+func (Boolean) EdmType() EdmType  { return EdmBoolean }
+func (DateTime) EdmType() EdmType { return EdmDateTime }
+func (Double) EdmType() EdmType   { return EdmDouble }
+func (Guid) EdmType() EdmType     { return EdmGuid }
+func (Int32) EdmType() EdmType    { return EdmInt32 }
+func (Int64) EdmType() EdmType    { return EdmInt64 }
+
+func (String) isProperty()   {}
+func (Binary) isProperty()   {}
+func (Boolean) isProperty()  {}
+func (DateTime) isProperty() {}
+func (Double) isProperty()   {}
+func (Guid) isProperty()     {}
+func (Int32) isProperty()    {}
+func (Int64) isProperty()    {}
+
+// Time returns the DateTime as a time.Time in UTC.
+func (d DateTime) Time() time.Time { return time.Time(d).UTC() }
+
+// String formats the DateTime as the service does: ISO 8601 in UTC, trailing zero fraction
+// digits trimmed.
+func (d DateTime) String() string { return formatTime(time.Time(d)) }
+
+// String formats the Guid as lower-case 8-4-4-4-12 hex, as the service returns it.
+func (g Guid) String() string {
+	var b [36]byte
+	hex.Encode(b[0:8], g[0:4])
+	b[8] = '-'
+	hex.Encode(b[9:13], g[4:6])
+	b[13] = '-'
+	hex.Encode(b[14:18], g[6:8])
+	b[18] = '-'
+	hex.Encode(b[19:23], g[8:10])
+	b[23] = '-'
+	hex.Encode(b[24:], g[10:])
+	return string(b[:])
+}
+
+// ParseGuid parses the 8-4-4-4-12 hex form, in either case.
+func ParseGuid(s string) (Guid, error) {
+	var g Guid
+	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
+		return g, ErrInvalidInput.with("guid %q is not in the form xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", s)
+	}
+	h := s[0:8] + s[9:13] + s[14:18] + s[19:23] + s[24:]
+	if _, err := hex.Decode(g[:], []byte(h)); err != nil {
+		return Guid{}, ErrInvalidInput.with("guid %q has a character that is not hex", s)
+	}
+	return g, nil
+}
+
+// Limits the service enforces (semantics.md §1).
+const (
+	MaxKeyLength          = 1024    // UTF-16 code units per PartitionKey or RowKey
+	MaxPropertyNameLength = 255     // UTF-16 code units
+	MaxProperties         = 252     // user properties; the service adds 3 system properties
+	MaxStringLength       = 32768   // UTF-16 code units (64 KiB)
+	MaxBinaryLength       = 65536   // bytes
+	MaxEntitySize         = 1 << 20 // bytes, by the service's size formula (EntitySize)
+)
+
+var (
+	minDateTime = time.Date(1601, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxDateTime = time.Date(9999, 12, 31, 23, 59, 59, 999999900, time.UTC)
+)
+
+// The names the service reserves for system properties.
+const (
+	propPartitionKey = "PartitionKey"
+	propRowKey       = "RowKey"
+	propTimestamp    = "Timestamp"
+)
+
+// utf16Len counts UTF-16 code units, the unit of every length limit the service states.
+func utf16Len(s string) int {
+	n := 0
+	for _, r := range s {
+		n += utf16.RuneLen(r)
+	}
+	return n
+}
+
+// validateEntity checks e against the service's rules. It reports the first rule broken, checking keys, then the property count, then
+// properties in name order, then the size, so the same entity always gets the same error.
+func validateEntity(e *Entity) error {
+	if err := validateKey(propPartitionKey, e.PartitionKey); err != nil {
+		return err
+	}
+	if err := validateKey(propRowKey, e.RowKey); err != nil {
+		return err
+	}
+	names := sortedNames(e.Properties)
+	if len(names) > MaxProperties {
+		return ErrTooManyProperties.with("entity has %d properties; the limit is %d", len(names), MaxProperties)
+	}
+	for _, name := range names {
+		if err := validatePropertyName(name); err != nil {
+			return err
+		}
+		if err := validateValue(name, e.Properties[name]); err != nil {
+			return err
+		}
+	}
+	if size := EntitySize(e); size > MaxEntitySize {
+		return ErrEntityTooLarge.with("entity is %d bytes by the service's size formula; the limit is %d", size, MaxEntitySize)
+	}
+	return nil
+}
+
+// sortedNames lists the names of the non-nil properties in byte order, which is the order
+// records store them in.
+func sortedNames(p Properties) []string {
+	names := make([]string, 0, len(p))
+	for name, v := range p {
+		if v != nil {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// validateKey applies the PartitionKey and RowKey rules: valid UTF-8, at most 1,024 UTF-16
+// code units, and none of / \ # ? or control characters.
+func validateKey(field, key string) error {
+	if !utf8.ValidString(key) {
+		return ErrInvalidInput.with("%s is not valid UTF-8", field)
+	}
+	if n := utf16Len(key); n > MaxKeyLength {
+		msg := strings.Replace(ErrKeyValueTooLarge.Message, propPartitionKey, field, 1)
+		return ErrKeyValueTooLarge.withMessage(msg, "%s is %d UTF-16 code units long; the limit is %d", field, n, MaxKeyLength)
+	}
+	for _, r := range key {
+		if r == '/' || r == '\\' || r == '#' || r == '?' || r <= 0x1F || (r >= 0x7F && r <= 0x9F) {
+			msg := fmt.Sprintf("The '%s' parameter of value '%s' is out of range.", field, key)
+			return ErrOutOfRangeInput.withMessage(msg, "%s %q contains %U, which keys may not contain", field, key, r)
+		}
+	}
+	return nil
+}
+
+// validatePropertyName applies C# identifier rules, as the service does, to each UTF-16 code
+// unit: so a name with a supplementary character, which needs a surrogate pair, is invalid.
+func validatePropertyName(name string) error {
+	if !utf8.ValidString(name) {
+		return ErrPropertyNameInvalid.with("property name %q is not valid UTF-8", name)
+	}
+	if name == propPartitionKey || name == propRowKey || name == propTimestamp {
+		return ErrPropertyNameInvalid.with("property name %q is a system property; set it through the Entity's fields", name)
+	}
+	if n := utf16Len(name); n > MaxPropertyNameLength {
+		return ErrPropertyNameTooLong.with("property name %.20q… is %d UTF-16 code units long; the limit is %d", name, n, MaxPropertyNameLength)
+	}
+	if name == "" {
+		return ErrPropertyNameInvalid.with("property name is empty")
+	}
+	for i, r := range name {
+		if !isIdentifierRune(r, i == 0) {
+			return ErrPropertyNameInvalid.with("property name %q: %U is not allowed in a C# identifier at that position", name, r)
+		}
+	}
+	return nil
+}
+
+func isIdentifierRune(r rune, first bool) bool {
+	if r > 0xFFFF {
+		return false
+	}
+	if r == '_' || unicode.In(r, unicode.Lu, unicode.Ll, unicode.Lt, unicode.Lm, unicode.Lo, unicode.Nl) {
+		return true
+	}
+	return !first && unicode.In(r, unicode.Mn, unicode.Mc, unicode.Nd, unicode.Pc, unicode.Cf)
+}
+
+// validateValue applies the per-type limits.
+func validateValue(name string, v Property) error {
+	switch v := v.(type) {
+	case String:
+		if !utf8.ValidString(string(v)) {
+			return ErrInvalidInput.with("property %q: string is not valid UTF-8", name)
+		}
+		if n := utf16Len(string(v)); n > MaxStringLength {
+			return ErrPropertyValueTooLarge.with("property %q: string is %d UTF-16 code units long; the limit is %d", name, n, MaxStringLength)
+		}
+	case Binary:
+		if len(v) > MaxBinaryLength {
+			return ErrPropertyValueTooLarge.with("property %q: binary value is %d bytes; the limit is %d", name, len(v), MaxBinaryLength)
+		}
+	case DateTime:
+		t := time.Time(v)
+		if t.Before(minDateTime) || t.After(maxDateTime) {
+			msg := fmt.Sprintf("The '%s' parameter of value '%s' is out of range.", name, t.UTC().Format("01/02/2006 15:04:05"))
+			return ErrOutOfRangeInput.withMessage(msg, "property %q: DateTime %s is outside %s..%s", name,
+				formatTime(t), formatTime(minDateTime), formatTime(maxDateTime))
+		}
+	case Boolean, Double, Guid, Int32, Int64:
+	default:
+		// Only this package's types satisfy Property; a nil *T cannot reach here either.
+		return ErrInvalidValueType.with("property %q has unsupported type %T", name, v)
+	}
+	return nil
+}
+
+// valueSize is sizeof(value) in the service's entity size formula.
+func valueSize(v Property) int {
+	switch v := v.(type) {
+	case String:
+		return 2*utf16Len(string(v)) + 4
+	case Binary:
+		return len(v) + 4
+	case Boolean:
+		return 1
+	case Guid:
+		return 16
+	case Int32:
+		return 4
+	default: // DateTime, Double, Int64
+		return 8
+	}
+}
+
+// EntitySize is the size the service counts against its 1 MiB limit:
+// 4 + 2·len(PartitionKey) + 2·len(RowKey) + Σ(8 + 2·len(name) + sizeof(value)), lengths in
+// UTF-16 code units.
+func EntitySize(e *Entity) int {
+	size := 4 + 2*utf16Len(e.PartitionKey) + 2*utf16Len(e.RowKey)
+	for name, v := range e.Properties {
+		if v != nil {
+			size += 8 + 2*utf16Len(name) + valueSize(v)
+		}
+	}
+	return size
+}
+
+// Ticks are the service's clock: 100 ns intervals since 0001-01-01T00:00:00Z, as in .NET.
+const (
+	ticksPerSecond     = 10_000_000
+	unixEpochInSeconds = 62_135_596_800 // seconds from 0001-01-01 to 1970-01-01
+)
+
+func ticksOf(t time.Time) int64 {
+	return (t.Unix()+unixEpochInSeconds)*ticksPerSecond + int64(t.Nanosecond())/100
+}
+
+func timeOfTicks(ticks int64) time.Time {
+	return time.Unix(ticks/ticksPerSecond-unixEpochInSeconds, (ticks%ticksPerSecond)*100).UTC()
+}
+
+// formatTime writes t as the service does: UTC, up to 7 fraction digits, trailing zeros
+// trimmed, and no fraction at all when it is zero.
+func formatTime(t time.Time) string {
+	return t.UTC().Format("2006-01-02T15:04:05.9999999Z07:00")
+}
+
+// ETag identifies one version of an entity. The service derives it from the Timestamp,
+// W/"datetime'2022-03-01T20%3A40%3A24.4317535Z'", and so does Tabula.
+type ETag string
+
+// AnyETag is the If-Match value that matches any existing version. An empty ETag given as a
+// condition means the same, as in the official SDKs.
+const AnyETag ETag = "*"
+
+func etagOf(ticks int64) ETag {
+	return ETag(`W/"datetime'` + strings.ReplaceAll(formatTime(timeOfTicks(ticks)), ":", "%3A") + `'"`)
+}
+
+// ticks parses the Timestamp out of the ETag (accepting ':' or "%3A").
+func (e ETag) ticks() (int64, error) {
+	s, ok := strings.CutPrefix(string(e), `W/"datetime'`)
+	if ok {
+		s, ok = strings.CutSuffix(s, `'"`)
+	}
+	if !ok {
+		return 0, ErrInvalidInput.with("etag %q is not of the form W/\"datetime'…'\"", string(e))
+	}
+	text, err := url.PathUnescape(s)
+	if err == nil {
+		var t time.Time
+		if t, err = time.Parse(time.RFC3339Nano, text); err == nil {
+			return ticksOf(t), nil
+		}
+	}
+	return 0, ErrInvalidInput.with("etag %q does not hold a valid timestamp", string(e))
+}
+
+// check reports whether e is usable as an If-Match condition.
+func (e ETag) check() error {
+	if e == "" || e == AnyETag {
+		return nil
+	}
+	_, err := e.ticks()
+	return err
+}
+
+// matches reports whether the If-Match condition e, which passed check, accepts the version
+// written at ticks.
+func (e ETag) matches(ticks int64) bool {
+	if e == "" || e == AnyETag {
+		return true
+	}
+	t, err := e.ticks()
+	return err == nil && t == ticks
+}

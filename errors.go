@@ -1,0 +1,82 @@
+package tabula
+
+import (
+	"fmt"
+	"net/http"
+)
+
+// Error is every error Tabula returns for a request the service would refuse. It carries the
+// service's error code and HTTP status, so code written against Azure Table storage can branch
+// on the same values, and it matches the sentinel of its code with errors.Is:
+//
+//	if errors.Is(err, tabula.ErrEntityAlreadyExists) { … }
+type Error struct {
+	// Code is the service's error code, such as "EntityAlreadyExists".
+	Code string
+	// StatusCode is the HTTP status the service answers with, such as 409.
+	StatusCode int
+	// Message is the service's own message text for the code, as its REST API sends it.
+	Message string
+	// Detail says exactly what was wrong, naming the field and the limit; empty on sentinels.
+	Detail string
+}
+
+// Error returns the detail when there is one and the service's message otherwise.
+func (e *Error) Error() string {
+	if e.Detail != "" {
+		return "tabula: " + e.Detail + " (" + e.Code + ")"
+	}
+	return "tabula: " + e.Message + " (" + e.Code + ")"
+}
+
+// Is reports whether target is an *Error with the same code; sentinels are such errors.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Code == e.Code
+}
+
+// with returns a copy of the sentinel carrying a detail.
+func (e *Error) with(format string, args ...any) *Error {
+	c := *e
+	c.Detail = fmt.Sprintf(format, args...)
+	return &c
+}
+
+// withMessage returns a copy of the sentinel with the service's message for this occurrence
+// (some codes carry parameterised messages) and a detail.
+func (e *Error) withMessage(message, format string, args ...any) *Error {
+	c := e.with(format, args...)
+	c.Message = message
+	return c
+}
+
+func newError(code string, status int, message string) *Error {
+	return &Error{Code: code, StatusCode: status, Message: message}
+}
+
+// Sentinels for errors.Is. Messages are the service's, byte for byte (semantics.md §2.4).
+var (
+	ErrTableAlreadyExists                      = newError("TableAlreadyExists", http.StatusConflict, "The table specified already exists.")
+	ErrTableNotFound                           = newError("TableNotFound", http.StatusNotFound, "The table specified does not exist.")
+	ErrResourceNotFound                        = newError("ResourceNotFound", http.StatusNotFound, "The specified resource does not exist.")
+	ErrEntityAlreadyExists                     = newError("EntityAlreadyExists", http.StatusConflict, "The specified entity already exists.")
+	ErrUpdateConditionNotSatisfied             = newError("UpdateConditionNotSatisfied", http.StatusPreconditionFailed, "The update condition specified in the request was not satisfied.")
+	ErrInvalidInput                            = newError("InvalidInput", http.StatusBadRequest, "One of the request inputs is not valid.")
+	ErrOutOfRangeInput                         = newError("OutOfRangeInput", http.StatusBadRequest, "One of the request inputs is out of range.")
+	ErrInvalidResourceName                     = newError("InvalidResourceName", http.StatusBadRequest, "The specifed resource name contains invalid characters.")
+	ErrPropertiesNeedValue                     = newError("PropertiesNeedValue", http.StatusBadRequest, "The values are not specified for all properties in the entity.")
+	ErrPropertyNameInvalid                     = newError("PropertyNameInvalid", http.StatusBadRequest, "The property name is invalid.")
+	ErrPropertyNameTooLong                     = newError("PropertyNameTooLong", http.StatusBadRequest, "The property name exceeds the maximum allowed length (255).")
+	ErrPropertyValueTooLarge                   = newError("PropertyValueTooLarge", http.StatusBadRequest, "The property value exceeds the maximum allowed size (64KB). If the property value is a string, it is UTF-16 encoded and the maximum number of characters should be 32K or less.")
+	ErrKeyValueTooLarge                        = newError("KeyValueTooLarge", http.StatusBadRequest, "The 'PartitionKey' property exceeds the maximum allowed key size (2KB). It is a UTF-16 encoded string and the maximum number of characters should be 1K or less.")
+	ErrEntityTooLarge                          = newError("EntityTooLarge", http.StatusBadRequest, "The entity is larger than the maximum allowed size (1MB).")
+	ErrTooManyProperties                       = newError("TooManyProperties", http.StatusBadRequest, "The entity contains more properties than allowed. Each entity can include up to 252 properties to store data. Each entity also has 3 system properties.")
+	ErrDuplicatePropertiesSpecified            = newError("DuplicatePropertiesSpecified", http.StatusBadRequest, "A property is specified more than once.")
+	ErrInvalidValueType                        = newError("InvalidValueType", http.StatusBadRequest, "The value specified is invalid.")
+	ErrInvalidDuplicateRow                     = newError("InvalidDuplicateRow", http.StatusBadRequest, "A command with RowKey '' is already present in the batch. An entity can appear only once in a batch.")
+	ErrCommandsInBatchActOnDifferentPartitions = newError("CommandsInBatchActOnDifferentPartitions", http.StatusBadRequest, "All commands in a batch must operate on same entity group.")
+	ErrNotImplemented                          = newError("NotImplemented", http.StatusNotImplemented, "The requested operation is not implemented on the specified resource.")
+	ErrServerBusy                              = newError("ServerBusy", http.StatusServiceUnavailable, "The server is busy.")
+	ErrOperationTimedOut                       = newError("OperationTimedOut", http.StatusInternalServerError, "Operation could not be completed within the specified time.")
+	ErrInternal                                = newError("InternalError", http.StatusInternalServerError, "The server encountered an internal error. Please retry the request.")
+)

@@ -1,0 +1,150 @@
+package tabula
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+	"unicode/utf16"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tabuladb/tabula/storage"
+)
+
+// fakeClock is a clock tests move by hand.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newFakeClock() *fakeClock {
+	return &fakeClock{now: time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)}
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// storageKinds runs a test on disk and in memory. reopen closes a DB and opens it again on
+// disk; in memory, where closing would lose everything, it returns the same DB.
+func storageKinds(t *testing.T, test func(t *testing.T, open func(opts *Options) *DB, reopen func(*DB) *DB)) {
+	t.Run("memory", func(t *testing.T) {
+		test(t, func(opts *Options) *DB {
+			db, err := OpenInMemory(opts)
+			require.NoError(t, err)
+			t.Cleanup(func() { require.NoError(t, db.Close()) })
+			return db
+		}, func(db *DB) *DB { return db })
+	})
+	t.Run("disk", func(t *testing.T) {
+		dir := t.TempDir()
+		var opts *Options
+		open := func(o *Options) *DB {
+			opts = o
+			db, err := Open(dir, o)
+			require.NoError(t, err)
+			t.Cleanup(func() { require.NoError(t, db.Close()) })
+			return db
+		}
+		test(t, open, func(db *DB) *DB {
+			require.NoError(t, db.Close())
+			return open(opts)
+		})
+	})
+}
+
+func openTestDB(t *testing.T, clock *fakeClock) *DB {
+	t.Helper()
+	opts := &Options{}
+	if clock != nil {
+		opts.Clock = clock.Now
+	}
+	db, err := OpenInMemory(opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, db.Close()) })
+	return db
+}
+
+func createTable(t *testing.T, db *DB, name string) *Table {
+	t.Helper()
+	tbl, err := db.CreateTable(context.Background(), name)
+	require.NoError(t, err)
+	return tbl
+}
+
+// compareUTF16 is the service's string order, computed the slow and obvious way.
+func compareUTF16(a, b string) int {
+	return slices.Compare(utf16.Encode([]rune(a)), utf16.Encode([]rune(b)))
+}
+
+func compareEntityKeys(a, b Entity) int {
+	return cmp.Or(compareUTF16(a.PartitionKey, b.PartitionKey), compareUTF16(a.RowKey, b.RowKey))
+}
+
+// dumpTable reads every entity of a table in key order straight from storage, for tests
+// that must not depend on the query engine.
+func dumpTable(t *testing.T, tbl *Table) []Entity {
+	t.Helper()
+	var out []Entity
+	err := tbl.db.view(context.Background(), func(tx *storage.Txn) error {
+		rec, err := lookupTable(tx, tbl.name)
+		if err != nil {
+			return err
+		}
+		it := tx.Scan(tableBounds(rec.ID))
+		defer it.Close()
+		d := newRecordDecoder()
+		for it.Next() {
+			pk, rk, err := decodeEntityKey(it.Key())
+			if err != nil {
+				return err
+			}
+			e := Entity{PartitionKey: pk, RowKey: rk, Properties: Properties{}}
+			if err := it.Value(func(v []byte) error {
+				ticks, err := d.decode(v, nil, e.Properties)
+				e.Timestamp, e.ETag = timeOfTicks(ticks), etagOf(ticks)
+				return err
+			}); err != nil {
+				return err
+			}
+			out = append(out, e)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	return out
+}
+
+// rawTable returns a table's stored bytes, key and value, for byte-for-byte comparisons.
+func rawTable(t *testing.T, tbl *Table) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := tbl.db.view(context.Background(), func(tx *storage.Txn) error {
+		rec, err := lookupTable(tx, tbl.name)
+		if err != nil {
+			return err
+		}
+		it := tx.Scan(tableBounds(rec.ID))
+		defer it.Close()
+		for it.Next() {
+			k := string(it.Key())
+			if err := it.Value(func(v []byte) error { out[k] = string(v); return nil }); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	return out
+}

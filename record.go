@@ -1,0 +1,190 @@
+package tabula
+
+import (
+	"bytes"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// A stored entity value is a version byte followed by msgpack: the Timestamp in ticks, the
+// number of properties, then per property (in byte order of names) its name, a type code and
+// its value. The keys live in the storage key, not here.
+//
+// The type codes are persisted: never renumber them.
+const recordVersion = 1
+
+const (
+	codeString   = 1
+	codeBinary   = 2
+	codeBoolean  = 3
+	codeDateTime = 4 // ticks
+	codeDouble   = 5
+	codeGuid     = 6 // 16 bytes
+	codeInt32    = 7
+	codeInt64    = 8
+)
+
+var encoderPool = sync.Pool{New: func() any { return msgpack.NewEncoder(nil) }}
+
+// encodeRecord returns a new byte slice holding the record of an entity written at ticks.
+// props must have been validated.
+func encodeRecord(ticks int64, props Properties, sizeHint int) []byte {
+	var buf bytes.Buffer
+	buf.Grow(sizeHint + 16)
+	buf.WriteByte(recordVersion)
+	enc := encoderPool.Get().(*msgpack.Encoder)
+	defer encoderPool.Put(enc)
+	enc.Reset(&buf)
+	names := sortedNames(props)
+	// Writes to a bytes.Buffer cannot fail, so the encoder's errors are not checked.
+	_ = enc.EncodeInt(ticks)
+	_ = enc.EncodeArrayLen(len(names))
+	for _, name := range names {
+		_ = enc.EncodeString(name)
+		switch v := props[name].(type) {
+		case String:
+			_ = enc.EncodeUint8(codeString)
+			_ = enc.EncodeString(string(v))
+		case Binary:
+			_ = enc.EncodeUint8(codeBinary)
+			_ = enc.EncodeBytes(v)
+		case Boolean:
+			_ = enc.EncodeUint8(codeBoolean)
+			_ = enc.EncodeBool(bool(v))
+		case DateTime:
+			_ = enc.EncodeUint8(codeDateTime)
+			_ = enc.EncodeInt(ticksOf(time.Time(v)))
+		case Double:
+			_ = enc.EncodeUint8(codeDouble)
+			_ = enc.EncodeFloat64(float64(v))
+		case Guid:
+			_ = enc.EncodeUint8(codeGuid)
+			_ = enc.EncodeBytes(v[:])
+		case Int32:
+			_ = enc.EncodeUint8(codeInt32)
+			_ = enc.EncodeInt(int64(v))
+		case Int64:
+			_ = enc.EncodeUint8(codeInt64)
+			_ = enc.EncodeInt(int64(v))
+		}
+	}
+	return buf.Bytes()
+}
+
+// recordDecoder reads records; reuse one per goroutine (or take one from decoderPool) to
+// avoid allocating a msgpack decoder per entity.
+type recordDecoder struct {
+	r   bytes.Reader
+	dec *msgpack.Decoder
+}
+
+var decoderPool = sync.Pool{New: func() any { return newRecordDecoder() }}
+
+func newRecordDecoder() *recordDecoder {
+	d := &recordDecoder{}
+	d.dec = msgpack.NewDecoder(&d.r)
+	return d
+}
+
+// decode reads the record in b. When keep is non-nil only the properties it accepts are put
+// in props (the others are skipped without decoding); props may be nil when nothing is kept.
+func (d *recordDecoder) decode(b []byte, keep func(name string) bool, props Properties) (ticks int64, err error) {
+	if len(b) == 0 || b[0] != recordVersion {
+		return 0, errCorrupt("unknown record version")
+	}
+	d.r.Reset(b[1:])
+	d.dec.Reset(&d.r)
+	if ticks, err = d.dec.DecodeInt64(); err != nil {
+		return 0, errCorrupt(err.Error())
+	}
+	n, err := d.dec.DecodeArrayLen()
+	if err != nil || n < 0 || n > MaxProperties {
+		return 0, errCorrupt("bad property count")
+	}
+	for range n {
+		name, err := d.dec.DecodeString()
+		if err != nil {
+			return 0, errCorrupt(err.Error())
+		}
+		code, err := d.dec.DecodeUint8()
+		if err != nil {
+			return 0, errCorrupt(err.Error())
+		}
+		if props == nil || (keep != nil && !keep(name)) {
+			if err := d.dec.Skip(); err != nil {
+				return 0, errCorrupt(err.Error())
+			}
+			continue
+		}
+		v, err := d.value(code)
+		if err != nil {
+			return 0, err
+		}
+		props[name] = v
+	}
+	if d.r.Len() != 0 {
+		return 0, errCorrupt("trailing bytes")
+	}
+	return ticks, nil
+}
+
+func (d *recordDecoder) value(code uint8) (Property, error) {
+	var (
+		v   Property
+		err error
+	)
+	switch code {
+	case codeString:
+		var s string
+		s, err = d.dec.DecodeString()
+		v = String(s)
+	case codeBinary:
+		var b []byte
+		b, err = d.dec.DecodeBytes()
+		if b == nil {
+			b = []byte{} // an empty Binary is a value, not a missing one
+		}
+		v = Binary(b)
+	case codeBoolean:
+		var b bool
+		b, err = d.dec.DecodeBool()
+		v = Boolean(b)
+	case codeDateTime:
+		var t int64
+		t, err = d.dec.DecodeInt64()
+		v = DateTime(timeOfTicks(t))
+	case codeDouble:
+		var f float64
+		f, err = d.dec.DecodeFloat64()
+		v = Double(f)
+	case codeGuid:
+		var b []byte
+		var g Guid
+		if b, err = d.dec.DecodeBytes(); err == nil && len(b) != len(g) {
+			return nil, errCorrupt("guid is not 16 bytes")
+		}
+		copy(g[:], b)
+		v = g
+	case codeInt32:
+		var i int32
+		i, err = d.dec.DecodeInt32()
+		v = Int32(i)
+	case codeInt64:
+		var i int64
+		i, err = d.dec.DecodeInt64()
+		v = Int64(i)
+	default:
+		return nil, errCorrupt(fmt.Sprintf("unknown type code %d", code))
+	}
+	if err != nil {
+		return nil, errCorrupt(err.Error())
+	}
+	return v, nil
+}
+
+func errCorrupt(why string) error {
+	return ErrInternal.with("stored record is corrupt: %s", why)
+}
