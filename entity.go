@@ -3,7 +3,7 @@ package tabula
 import (
 	"encoding/hex"
 	"fmt"
-		"net/url"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
