@@ -175,16 +175,18 @@ func (a *Account) Balance() {
 	}
 }
 
-// ResetStats clears traffic statistics: offered and throttled counts,
-// recent rates, split and merge counts, hot keys. It keeps what describes
-// the data or the layout rather than the traffic: stored entities and bytes,
-// the range partitions themselves, and the buckets' tokens.
+// ResetStats zeroes the cumulative traffic counters: offered and throttled
+// entities, split and merge counts, remembered throttled keys; so that one
+// phase of a stress test can be examined apart from the one before. It keeps
+// what describes the data or drives behaviour: stored entities and bytes,
+// the range partitions, the buckets' tokens, and the recent rates (which
+// fade by themselves within two Balance.Windows) with the balancer's state.
+// Resetting statistics never changes what happens next.
 func (a *Account) ResetStats() {
-	now := a.nowNanos()
 	a.throttledPartition.Store(0)
 	a.throttledAccount.Store(0)
 	for _, t := range a.tableList() {
-		t.resetStats(now)
+		t.resetStats()
 	}
 }
 

@@ -254,7 +254,7 @@ func (t *Table) resetKeyStats() {
 		sh := &t.keys.shards[i]
 		sh.mu.Lock()
 		for _, b := range sh.m {
-			b.offered, b.throttled, b.rate = 0, 0, rateCounter{}
+			b.offered, b.throttled = 0, 0
 		}
 		sh.mu.Unlock()
 	}

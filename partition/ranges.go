@@ -250,13 +250,11 @@ func (r *rangePart) coldStart(window int64) int64 {
 	return idle
 }
 
-func (r *rangePart) resetStats(now int64) {
+// resetStats zeroes the cumulative counters. The recent load and the
+// balancer's state stay: they fade by themselves within two windows, and
+// clearing statistics must not change what the balancer does next.
+func (r *rangePart) resetStats() {
 	r.offered, r.throttled, r.splits = 0, 0, 0
-	r.load = rateCounter{}
-	r.hot, r.cold = false, false
-	r.lastActive = now
-	r.loadCur.reset()
-	r.loadPrev.reset()
 }
 
 // splitRange splits r at key, which must lie strictly inside it, giving the

@@ -76,7 +76,8 @@ func (t *Table) lookup(pk string) *rangePart {
 // Fault injection is consulted first, then the limits (PartitionKey, then
 // account), then the range partition (offline while splitting). A refused
 // operation is charged nothing; in Observe mode nothing is refused and the
-// decision's Cause tells what Enforce would have done.
+// decision's Cause tells what Enforce would have done. A refused zero-cost
+// check counts as one throttled entity.
 func (t *Table) Admit(pk string, kind Kind, n int) Decision {
 	a := t.acct
 	if f := a.faults.Load(); f != nil {
@@ -333,10 +334,10 @@ func (t *Table) balance(now int64) {
 	clear(t.ranges[:cap(t.ranges)]) // drop references to merged ranges
 }
 
-func (t *Table) resetStats(now int64) {
+func (t *Table) resetStats() {
 	t.mu.Lock()
 	t.splits, t.merges = 0, 0
-	t.tree.Ascend(func(r *rangePart) bool { r.resetStats(now); return true })
+	t.tree.Ascend(func(r *rangePart) bool { r.resetStats(); return true })
 	t.mu.Unlock()
 	t.resetKeyStats()
 }

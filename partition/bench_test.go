@@ -1,0 +1,130 @@
+package partition
+
+import (
+	"fmt"
+	"math"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// The hot path: one Admit per operation, with the real clock (time.Now is
+// part of the cost the root package will pay). Limits are set out of reach
+// so every operation takes the admitting path; "throttled" benchmarks run
+// the default limits against one key, so most operations take the refusing
+// path.
+//
+//	go test -run '^$' -bench . -benchtime 200ms ./partition/
+
+var benchKeys = func() []string {
+	ks := make([]string, 4096)
+	for i := range ks {
+		ks[i] = fmt.Sprintf("pk-%06d", i*7919%100000)
+	}
+	return ks
+}()
+
+func benchAccount(mode LimitMode, unlimited bool, balance Balance) *Account {
+	l := Limits{Mode: mode}
+	if unlimited {
+		l.PartitionRate, l.AccountRate = math.Inf(1), math.Inf(1)
+	}
+	return New(&Options{Limits: l, Balance: balance})
+}
+
+func BenchmarkAdmit(b *testing.B) {
+	for _, mode := range []LimitMode{LimitOff, LimitObserve, LimitEnforce} {
+		b.Run(mode.String(), func(b *testing.B) {
+			tb := benchAccount(mode, true, Balance{}).Table("t")
+			i := 0
+			for b.Loop() {
+				tb.Admit(benchKeys[i&4095], KindInsert, 1)
+				i++
+			}
+		})
+		b.Run(mode.String()+"/parallel", func(b *testing.B) {
+			tb := benchAccount(mode, true, Balance{}).Table("t")
+			var seq atomic.Int64
+			b.RunParallel(func(pb *testing.PB) {
+				i := int(seq.Add(1)) * 1000
+				for pb.Next() {
+					tb.Admit(benchKeys[i&4095], KindInsert, 1)
+					i++
+				}
+			})
+		})
+	}
+	for _, mode := range []LimitMode{LimitObserve, LimitEnforce} {
+		b.Run(mode.String()+"/throttled", func(b *testing.B) {
+			tb := benchAccount(mode, false, Balance{}).Table("t")
+			for b.Loop() {
+				tb.Admit("hot", KindInsert, 1)
+			}
+		})
+	}
+	// With 1,000 range partitions the lookup walks a three-level B-tree.
+	b.Run("observe/1000-ranges", func(b *testing.B) {
+		tb := benchAccount(LimitObserve, true, Balance{}).Table("t")
+		for i := 1; i < 1000; i++ {
+			tb.SplitAt(fmt.Sprintf("pk-%06d", i*100))
+		}
+		i := 0
+		for b.Loop() {
+			tb.Admit(benchKeys[i&4095], KindInsert, 1)
+			i++
+		}
+	})
+	b.Run("observe/balancing-disabled", func(b *testing.B) {
+		tb := benchAccount(LimitObserve, true, Balance{Disabled: true}).Table("t")
+		i := 0
+		for b.Loop() {
+			tb.Admit(benchKeys[i&4095], KindInsert, 1)
+			i++
+		}
+	})
+	b.Run("faults", func(b *testing.B) {
+		acct := New(&Options{Limits: Limits{Mode: LimitOff}, Faults: Faults{ServerBusy: 0.01, Timeout: 0.01}})
+		tb := acct.Table("t")
+		i := 0
+		for b.Loop() {
+			tb.Admit(benchKeys[i&4095], KindInsert, 1)
+			i++
+		}
+	})
+}
+
+func BenchmarkRecordWrite(b *testing.B) {
+	tb := New(nil).Table("t")
+	for i := 1; i < 100; i++ {
+		tb.SplitAt(fmt.Sprintf("pk-%06d", i*1000))
+	}
+	i := 0
+	for b.Loop() {
+		tb.RecordWrite(benchKeys[i&4095], 1, 1024)
+		i++
+	}
+}
+
+func BenchmarkCharge(b *testing.B) {
+	tb := benchAccount(LimitObserve, true, Balance{}).Table("t")
+	i := 0
+	for b.Loop() {
+		tb.Charge(benchKeys[i&4095], 100)
+		i++
+	}
+}
+
+func BenchmarkMustEndPage(b *testing.B) {
+	acct := New(&Options{Faults: Faults{ContinuationEvery: 1000}})
+	i := 0
+	for b.Loop() {
+		acct.MustEndPage(i & 1023)
+		i++
+	}
+}
+
+func BenchmarkTimeNow(b *testing.B) {
+	for b.Loop() {
+		_ = time.Now().UnixNano()
+	}
+}
