@@ -1,0 +1,48 @@
+// Package tabula is an embeddable, single-process table engine that behaves like the Azure
+// Table storage service: the same data model, limits, error codes, ETags and ordering, kept
+// in Badger on disk or in memory.
+//
+// Use it as a fast, faithful fake of Azure Tables in unit tests, or point `go test -bench` at
+// a partition-key design to learn what it costs before it ships.
+//
+// # Opening a database
+//
+// Open keeps data in a directory and brings everything back when reopened; OpenInMemory is
+// the disposable kind tests want. Options inject a clock (Timestamps, and therefore ETags,
+// come from it) and choose whether writes wait for the disk (SyncWrites).
+//
+//	db, err := tabula.OpenInMemory(nil)
+//	defer db.Close()
+//	movies, err := db.CreateTable(ctx, "Movies")
+//
+// # Entities
+//
+// An Entity has a PartitionKey, a RowKey, a Timestamp and ETag the engine sets on every
+// write, and up to 252 Properties. Property values are typed: String, Binary, Boolean,
+// DateTime, Double, Guid, Int32 and Int64 are distinct Go types, as they are distinct EDM
+// types on the service, so an Int32 never silently becomes an Int64. A nil value is dropped,
+// as the service drops a JSON null.
+//
+// Every write is validated first with the service's limits (keys of at most 1,024 UTF-16
+// code units without / \ # ? or control characters; C#-identifier property names of at most
+// 255 characters; strings of at most 32K characters; binaries of at most 64 KiB; 1 MiB per
+// entity by the service's size formula), and a rejected write changes nothing.
+//
+// # Operations
+//
+// Table offers the service's single-entity operations: Insert, Get, Update in Replace or
+// Merge mode under an If-Match ETag (or AnyETag), Upsert (InsertOrReplace and
+// InsertOrMerge) and Delete. Each is atomic and safe for concurrent use.
+//
+// # Errors
+//
+// Errors are *Error values carrying the service's error code and HTTP status; compare them
+// with errors.Is against the sentinels:
+//
+//	_, err := movies.Insert(ctx, e)
+//	if errors.Is(err, tabula.ErrEntityAlreadyExists) { … }
+//
+// Where the service's behaviour is undocumented, Tabula follows what recordings of the real
+// service show; where Tabula goes beyond the service, results stay identical and the extra is
+// named as such in its documentation.
+package tabula
