@@ -1,0 +1,64 @@
+package partition_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tabuladb/tabula/partition"
+)
+
+// A partition stress test (S001) on a simulated clock: one PartitionKey
+// offered 3,000 entities/s for ten seconds against its 2,000/s target.
+func ExampleTable_Admit() {
+	now := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	acct := partition.New(&partition.Options{
+		Now:    func() time.Time { return now },
+		Limits: partition.Limits{Mode: partition.LimitEnforce},
+	})
+	orders := acct.Table("orders")
+
+	admitted, busy := 0, 0
+	for range 30000 {
+		d := orders.Admit("customer-42", partition.KindInsert, 1)
+		if d.OK() {
+			admitted++
+			orders.RecordWrite("customer-42", 1, 512)
+		} else {
+			busy++
+		}
+		now = now.Add(time.Second / 3000)
+	}
+	fmt.Println("admitted per second:", admitted/10) // 2,000/s plus the initial burst of 2,000
+	fmt.Println("refused:", busy)
+	fmt.Println("hot key:", acct.Report().Tables[0].HotKeys[0].PartitionKey)
+	// Output:
+	// admitted per second: 2199
+	// refused: 8001
+	// hot key: customer-42
+}
+
+// The seeds' backoff with their sample values, a fixed draw and a sleep that
+// only records: delays of 27 s, then 75 s, then the 90 s cap.
+func ExampleRetry() {
+	var waited []time.Duration
+	policy := partition.Backoff{
+		Base: 30 * time.Second, Min: 3 * time.Second, Max: 90 * time.Second,
+		Rand: func() float64 { return 0 },
+		Sleep: func(ctx context.Context, d time.Duration) error {
+			waited = append(waited, d)
+			return ctx.Err()
+		},
+	}
+	errBusy := errors.New("ServerBusy")
+	calls := 0
+	err := partition.Retry(context.Background(), policy, func() error {
+		if calls++; calls < 4 {
+			return errBusy
+		}
+		return nil
+	}, func(err error) bool { return errors.Is(err, errBusy) })
+	fmt.Println(err, calls, waited)
+	// Output: <nil> 4 [27s 1m15s 1m30s]
+}
