@@ -219,12 +219,16 @@ func keySet(e Expr, neg bool) []box {
 
 func unionAll(terms []Expr, neg bool) []box {
 	var out []box
+	coarse := false // once reduced to a hull, keep widening the hull
 	for _, t := range terms {
 		out = append(out, keySet(t, neg)...)
-		if len(out) > maxRanges {
+		switch {
+		case coarse:
+			out = hull(out)
+		case len(out) > maxRanges:
 			out = normalize(out)
 			if len(out) > maxRanges {
-				out = hull(out)
+				out, coarse = hull(out), true
 			}
 		}
 	}
