@@ -1,0 +1,253 @@
+package tabula
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"iter"
+	"strings"
+	"time"
+
+	"github.com/tabuladb/tabula/storage"
+)
+
+// TableInfo describes a table.
+type TableInfo struct {
+	// Name is the name as the table was created; table names are case-insensitive.
+	Name    string
+	Created time.Time
+}
+
+// tableRecord is a table's catalog entry. It is read by every operation, so it is stored as
+// fixed fields rather than msgpack: ID (8 bytes), creation ticks (8 bytes), then the name.
+type tableRecord struct {
+	ID      uint64
+	Name    string
+	Created int64 // ticks
+}
+
+func (r tableRecord) encode() []byte {
+	b := binary.BigEndian.AppendUint64(make([]byte, 0, 16+len(r.Name)), r.ID)
+	b = binary.BigEndian.AppendUint64(b, uint64(r.Created))
+	return append(b, r.Name...)
+}
+
+func decodeTableRecord(b []byte) (tableRecord, error) {
+	if len(b) < 16 {
+		return tableRecord{}, errCorrupt("table record too short")
+	}
+	return tableRecord{
+		ID:      binary.BigEndian.Uint64(b),
+		Created: int64(binary.BigEndian.Uint64(b[8:])),
+		Name:    string(b[16:]),
+	}, nil
+}
+
+// validateTableName applies the service's rules: 3 to 63 ASCII letters and digits starting
+// with a letter, and not the reserved name "tables".
+func validateTableName(name string) error {
+	for i, c := range []byte(name) {
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || i > 0 && c >= '0' && c <= '9') {
+			return ErrInvalidResourceName.with("table name %q: only ASCII letters and digits are allowed, starting with a letter", name)
+		}
+	}
+	if len(name) < 3 || len(name) > 63 {
+		return ErrOutOfRangeInput.withMessage("The specified resource name length is not within the permissible limits.",
+			"table name %q is %d characters long; it must be 3 to 63", name, len(name))
+	}
+	if strings.EqualFold(name, "tables") {
+		return ErrInvalidResourceName.with("table name %q is reserved", name)
+	}
+	return nil
+}
+
+// CreateTable creates a table. A table of the same name in any letter case must not exist.
+func (db *DB) CreateTable(ctx context.Context, name string) (*Table, error) {
+	if err := validateTableName(name); err != nil {
+		return nil, err
+	}
+	err := db.update(ctx, func(tx *storage.Txn) error {
+		key := tableKey(name)
+		found, err := tx.Get(key, nil)
+		if err != nil {
+			return err
+		}
+		if found {
+			return ErrTableAlreadyExists.with("table %q already exists", name)
+		}
+		var next uint64 = 1
+		if _, err := tx.Get(nextTableIDKey, func(v []byte) error {
+			next = binary.BigEndian.Uint64(v)
+			return nil
+		}); err != nil {
+			return err
+		}
+		created, err := db.stamp()
+		if err != nil {
+			return err
+		}
+		rec := tableRecord{ID: next, Name: name, Created: created}.encode()
+		if err := tx.Set(nextTableIDKey, binary.BigEndian.AppendUint64(nil, next+1)); err != nil {
+			return err
+		}
+		return tx.Set(key, rec)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return db.Table(name), nil
+}
+
+// DeleteTable deletes a table and all its entities. A missing table gives ResourceNotFound,
+// as on the service. The name is free again at once, and a table created under it starts
+// empty; the old data is dropped in the background.
+func (db *DB) DeleteTable(ctx context.Context, name string) error {
+	var id uint64
+	err := db.update(ctx, func(tx *storage.Txn) error {
+		rec, err := lookupTable(tx, name)
+		if err != nil {
+			if errors.Is(err, ErrTableNotFound) {
+				return ErrResourceNotFound.with("table %q does not exist", name)
+			}
+			return err
+		}
+		id = rec.ID
+		if err := tx.Delete(tableKey(name)); err != nil {
+			return err
+		}
+		return tx.Set(dropKey(id), nil)
+	})
+	if err != nil {
+		return err
+	}
+	db.dropInBackground(id)
+	return nil
+}
+
+// dropInBackground deletes a dropped table's entities and then its drop marker. A crash or
+// Close before it finishes leaves the marker, and the next Open finishes the job.
+func (db *DB) dropInBackground(id uint64) {
+	db.drops.Go(func() {
+		lower, upper := tableBounds(id)
+		if err := db.store.DeleteRange(db.dropsCtx, lower, upper); err != nil {
+			return // the marker stays; the next Open retries
+		}
+		_ = db.store.Update(func(tx *storage.Txn) error { return tx.Delete(dropKey(id)) })
+	})
+}
+
+// resumeDrops restarts the drops an earlier process did not finish.
+func (db *DB) resumeDrops() error {
+	var ids []uint64
+	err := db.store.View(func(tx *storage.Txn) error {
+		it := tx.Scan([]byte{prefixDrop}, []byte{prefixDrop + 1})
+		defer it.Close()
+		for it.Next() {
+			if k := it.Key(); len(k) == 9 {
+				ids = append(ids, binary.BigEndian.Uint64(k[1:]))
+			}
+		}
+		return nil
+	})
+	for _, id := range ids {
+		db.dropInBackground(id)
+	}
+	return storageError(err)
+}
+
+// lookupTable reads a table's catalog entry inside tx, so that the operation conflicts with
+// (and is ordered against) a concurrent DeleteTable.
+func lookupTable(tx *storage.Txn, name string) (tableRecord, error) {
+	var rec tableRecord
+	if validateTableName(name) != nil {
+		return rec, ErrTableNotFound.with("table %q does not exist", name)
+	}
+	found, err := tx.Get(tableKey(name), func(v []byte) (err error) {
+		rec, err = decodeTableRecord(v)
+		return err
+	})
+	if err != nil {
+		return rec, err
+	}
+	if !found {
+		return rec, ErrTableNotFound.with("table %q does not exist", name)
+	}
+	return rec, nil
+}
+
+// MaxTablesPerPage is the most tables ListTables returns at once, as on the service.
+const MaxTablesPerPage = 1000
+
+// TableQuery selects a page of tables.
+type TableQuery struct {
+	// Top caps the page (1..1000); 0 means the maximum.
+	Top int
+	// NextTableName continues a listing where an earlier page ended.
+	NextTableName string
+}
+
+// TablePage is one page of a table listing.
+type TablePage struct {
+	Tables []TableInfo
+	// NextTableName is set when more tables follow; pass it in the next TableQuery.
+	NextTableName string
+}
+
+// ListTables returns one page of tables in name order (names compared case-insensitively).
+func (db *DB) ListTables(ctx context.Context, q TableQuery) (TablePage, error) {
+	top := q.Top
+	if top < 0 || top > MaxTablesPerPage {
+		return TablePage{}, ErrInvalidInput.with("top is %d; it must be 1 to %d", top, MaxTablesPerPage)
+	}
+	if top == 0 {
+		top = MaxTablesPerPage
+	}
+	lower := []byte{prefixTable}
+	if q.NextTableName != "" {
+		lower = tableKey(q.NextTableName)
+	}
+	var page TablePage
+	err := db.view(ctx, func(tx *storage.Txn) error {
+		it := tx.Scan(lower, []byte{prefixTable + 1})
+		defer it.Close()
+		for it.Next() {
+			var rec tableRecord
+			if err := it.Value(func(v []byte) (err error) {
+				rec, err = decodeTableRecord(v)
+				return err
+			}); err != nil {
+				return err
+			}
+			if len(page.Tables) == top {
+				page.NextTableName = rec.Name
+				return nil
+			}
+			page.Tables = append(page.Tables, TableInfo{Name: rec.Name, Created: timeOfTicks(rec.Created)})
+		}
+		return nil
+	})
+	return page, err
+}
+
+// Tables iterates over every table in name order, following NextTableName.
+func (db *DB) Tables(ctx context.Context) iter.Seq2[TableInfo, error] {
+	return func(yield func(TableInfo, error) bool) {
+		q := TableQuery{}
+		for {
+			page, err := db.ListTables(ctx, q)
+			if err != nil {
+				yield(TableInfo{}, err)
+				return
+			}
+			for _, t := range page.Tables {
+				if !yield(t, nil) {
+					return
+				}
+			}
+			if page.NextTableName == "" {
+				return
+			}
+			q.NextTableName = page.NextTableName
+		}
+	}
+}
