@@ -205,6 +205,12 @@ func CompareStrings(a, b string) int {
 		i++
 	}
 	if i == n {
+		// One is a prefix of the other: shorter first, unless the shorter
+		// ends in a broken sequence that the longer completes.
+		short := a[:n]
+		if r, size := utf8.DecodeLastRuneInString(short); n > 0 && r == utf8.RuneError && size == 1 && len(a) != len(b) {
+			return compareStringsSlow(a, b)
+		}
 		return compareInt(int64(len(a)), int64(len(b)))
 	}
 	// Back up to the start of the rune holding the first difference; the

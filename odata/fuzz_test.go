@@ -1,0 +1,135 @@
+package odata
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// FuzzParse: Parse never panics; an accepted filter prints to text that
+// parses to a tree printing identically; Ranges and Compile never panic and
+// Ranges' output is well-formed; a rejected filter carries a known code.
+func FuzzParse(f *testing.F) {
+	for _, tc := range parseOK {
+		f.Add(tc.in)
+	}
+	for _, tc := range parseErr {
+		f.Add(tc.in)
+	}
+	f.Add("PartitionKey eq 'a' and RowKey ge 'Sh' and RowKey lt 'Si'")
+	f.Add("not (PartitionKey eq 'a') or (PartitionKey eq '😀' and RowKey ne '～')")
+	f.Fuzz(func(t *testing.T, filter string) {
+		e, err := Parse(filter)
+		if err != nil {
+			var oe *Error
+			if !errors.As(err, &oe) {
+				t.Fatalf("%q: error of type %T", filter, err)
+			}
+			if oe.Code != CodeInvalidInput && oe.Code != CodeNotImplemented {
+				t.Fatalf("%q: code %q", filter, oe.Code)
+			}
+			if oe.Message == "" || !strings.HasPrefix(err.Error(), "odata: ") {
+				t.Fatalf("%q: bad error %#v", filter, oe)
+			}
+			return
+		}
+		if e == nil {
+			if strings.TrimFunc(filter, isSpace) != "" {
+				t.Fatalf("%q: nil Expr for a non-blank filter", filter)
+			}
+			return
+		}
+		s := e.String()
+		e2, err := Parse(s)
+		if err != nil {
+			t.Fatalf("%q printed as %q, which does not parse: %v", filter, s, err)
+		}
+		if s2 := e2.String(); s2 != s {
+			t.Fatalf("%q printed as %q, re-printed as %q", filter, s, s2)
+		}
+		Compile(e).Match(rec{})
+		rs := Ranges(e)
+		if rs == nil || len(rs) > maxRanges {
+			t.Fatalf("%q: %d ranges", filter, len(rs))
+		}
+		for i := 1; i < len(rs); i++ {
+			if !before(rs[i-1], rs[i]) {
+				t.Fatalf("%q: ranges out of order: %v", filter, rs)
+			}
+		}
+	})
+}
+
+// FuzzCompareStrings checks CompareStrings against a reference: encode both
+// strings to UTF-16 (invalid bytes become U+FFFD) and compare code units,
+// breaking ties by bytes; and checks it is a total order.
+func FuzzCompareStrings(f *testing.F) {
+	for _, s := range []string{"", "a", "ab", "～", "😀", "\uE000", "\uD7FF", "a😀", "\xff", "\xe2\x82", "€"} {
+		for _, t := range []string{"", "a", "～", "😀", "\xff\xfe", "\xe2\x82\xac"} {
+			f.Add(s, t)
+		}
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		got := CompareStrings(a, b)
+		if want := refCompare(a, b); got != want {
+			t.Fatalf("CompareStrings(%q, %q) = %d, want %d", a, b, got, want)
+		}
+		if back := CompareStrings(b, a); back != -got {
+			t.Fatalf("not antisymmetric: %q vs %q: %d and %d", a, b, got, back)
+		}
+		if (got == 0) != (a == b) {
+			t.Fatalf("CompareStrings(%q, %q) = %d", a, b, got)
+		}
+	})
+}
+
+func refCompare(a, b string) int {
+	ua, ub := utf16.Encode([]rune(a)), utf16.Encode([]rune(b))
+	for i := 0; i < len(ua) && i < len(ub); i++ {
+		if ua[i] != ub[i] {
+			if ua[i] < ub[i] {
+				return -1
+			}
+			return 1
+		}
+	}
+	switch {
+	case len(ua) < len(ub):
+		return -1
+	case len(ua) > len(ub):
+		return 1
+	}
+	return strings.Compare(a, b)
+}
+
+func TestCompareStrings(t *testing.T) {
+	cases := []struct {
+		a, b string
+		want int
+	}{
+		{"", "", 0},
+		{"", "a", -1},
+		{"a", "b", -1},
+		{"B", "a", -1},
+		{"😀", "～", -1}, // UTF-16: 0xD83D < 0xFF5E; UTF-8 says the opposite
+		{"😀", "\uE000", -1},
+		{"😀", "\uD7FF", 1},
+		{"😀", "😁", -1},
+		{"a😀b", "a～", -1},
+		{"\U00010000", "\U0010FFFF", -1},
+		{"€", "😀", -1},
+	}
+	for _, tc := range cases {
+		if got := CompareStrings(tc.a, tc.b); got != tc.want {
+			t.Errorf("CompareStrings(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
+		}
+		if got := CompareStrings(tc.b, tc.a); got != -tc.want {
+			t.Errorf("CompareStrings(%q, %q) = %d, want %d", tc.b, tc.a, got, -tc.want)
+		}
+		if utf8.ValidString(tc.a) && utf8.ValidString(tc.b) && refCompare(tc.a, tc.b) != tc.want {
+			t.Errorf("reference disagrees on %q, %q", tc.a, tc.b)
+		}
+	}
+}
