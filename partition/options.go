@@ -70,8 +70,8 @@ type Limits struct {
 	// MaxKeys bounds the per-PartitionKey buckets tracked per table. Idle
 	// buckets are dropped anyway (a full bucket is the same as no bucket);
 	// this cap only matters when more distinct keys than this are busy at
-	// once, and then the least useful bucket is forgotten, forgiving its
-	// debt. Default 65,536.
+	// once, and then one bucket is forgotten (a full one if there is one),
+	// forgiving any debt. Default 65,536.
 	MaxKeys int
 }
 

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 )
 
 // rateCounter estimates a recent rate over a window w with two slots aligned
@@ -263,7 +264,7 @@ func (r *rangePart) resetStats() {
 // since the package never sees the stored keys; the table's totals stay
 // exact and later RecordWrite deltas go to the right half exactly.
 func (t *Table) splitRange(r *rangePart, key string, f float64, now int64) *rangePart {
-	right := newRange(cloneKey(key), now)
+	right := newRange(strings.Clone(key), now)
 	right.splits = r.splits + 1
 	r.splits++
 

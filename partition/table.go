@@ -2,7 +2,6 @@ package partition
 
 import (
 	"math/rand/v2"
-	"strings"
 	"sync"
 
 	"github.com/google/btree"
@@ -341,5 +340,3 @@ func (t *Table) resetStats() {
 	t.mu.Unlock()
 	t.resetKeyStats()
 }
-
-func cloneKey(k string) string { return strings.Clone(k) }
