@@ -22,7 +22,7 @@ const (
 type Error struct {
 	Code    string // CodeInvalidInput (HTTP 400) or CodeNotImplemented (HTTP 501)
 	Message string // the service's message text
-	Pos     int    // position the error refers to, in UTF-16 code units like the service; -1 if none
+	Pos     int    // the position Message names, in UTF-16 code units like the service; -1 if it names none
 
 	detail string // Go-style text for Error()
 }
@@ -72,8 +72,8 @@ func literalError(filter string, off int, t Type, text string) *Error {
 	return &Error{
 		Code:    CodeInvalidInput,
 		Message: "Unrecognized '" + t.String() + "' literal '" + text + "' ",
-		Pos:     utf16Pos(filter, off),
-		detail:  "unrecognized " + t.String() + " literal " + strconv.Quote(text),
+		Pos:     -1,
+		detail:  "unrecognized " + t.String() + " literal " + strconv.Quote(text) + " ending at position " + strconv.Itoa(utf16Pos(filter, off)),
 	}
 }
 
@@ -84,8 +84,8 @@ func notImplemented(filter string, off int, what string) *Error {
 	return &Error{
 		Code:    CodeNotImplemented,
 		Message: msgNotImplemented,
-		Pos:     utf16Pos(filter, off),
-		detail:  "not implemented: " + what + " at position " + strconv.Itoa(utf16Pos(filter, off)),
+		Pos:     -1,
+		detail:  "not implemented: " + what + " ending at position " + strconv.Itoa(utf16Pos(filter, off)),
 	}
 }
 

@@ -49,7 +49,9 @@ func FuzzParse(f *testing.F) {
 		if s2 := e2.String(); s2 != s {
 			t.Fatalf("%q printed as %q, re-printed as %q", filter, s, s2)
 		}
-		Compile(e).Match(rec{})
+		pred := Compile(e)
+		pred.Match(rec{})
+		pred.Match(anyRec{})
 		rs := Ranges(e)
 		if rs == nil || len(rs) > maxRanges {
 			t.Fatalf("%q: %d ranges", filter, len(rs))
@@ -60,6 +62,32 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// anyRec has every property, its type chosen by the name's length, so that
+// fuzzed filters reach every comparison path (length 0 mod 9: missing).
+type anyRec struct{}
+
+func (anyRec) Property(name string) (Value, bool) {
+	switch len(name) % 9 {
+	case 1:
+		return StringValue(name), true
+	case 2:
+		return BinaryValue([]byte(name)), true
+	case 3:
+		return BooleanValue(len(name) > 10), true
+	case 4:
+		return DateTimeValue(int64(len(name)) << 40), true
+	case 5:
+		return DoubleValue(float64(len(name)) / 3), true
+	case 6:
+		return GuidValue([16]byte{byte(len(name))}), true
+	case 7:
+		return Int32Value(int32(len(name))), true
+	case 8:
+		return Int64Value(int64(len(name))), true
+	}
+	return Value{}, false
 }
 
 // FuzzCompareStrings checks CompareStrings against a reference: encode both

@@ -99,7 +99,7 @@ func (l *lexer) scan() (tokKind, *Error) {
 	if l.pos >= len(l.src) {
 		return tEnd, nil
 	}
-	r, size := l.ch()
+	r, _ := l.ch()
 	switch r {
 	case '(':
 		l.pos++
@@ -136,7 +136,8 @@ func (l *lexer) scan() (tokKind, *Error) {
 	if isDigit(r) {
 		return l.scanNumber()
 	}
-	_ = size
+	// Any other character is invalid where it stands; the lexer reports
+	// its own position.
 	return 0, syntaxError(l.src, l.pos)
 }
 
@@ -182,7 +183,7 @@ func (l *lexer) scanMinus() (tokKind, *Error) {
 func (l *lexer) skipIdentifier() {
 	for {
 		r, size := l.ch()
-		if !(isLetter(r) || isDigit(r) || r == '_') || size == 0 {
+		if !(isLetter(r) || isDigit(r) || r == '_') {
 			return
 		}
 		l.pos += size

@@ -1,7 +1,6 @@
 package odata
 
 import (
-	"bytes"
 	"encoding/hex"
 	"math"
 	"strconv"
@@ -262,25 +261,6 @@ func utf16Key(r rune) int64 {
 	return int64(r)
 }
 
-// compareValues compares two values of the same type with the service's
-// ordering. Doubles use .NET Double.CompareTo: NaN equals NaN and is less
-// than every other number, so every operator stays total and not(x lt y)
-// equals x ge y.
-func compareSame(a, b *Value) int {
-	switch a.Type {
-	case String:
-		return CompareStrings(a.Str, b.Str)
-	case Binary:
-		return bytes.Compare(a.Bytes, b.Bytes)
-	case Guid:
-		return bytes.Compare(a.Guid[:], b.Guid[:])
-	case Double:
-		return compareFloat(a.Float, b.Float)
-	default: // Boolean, DateTime, Int32, Int64
-		return compareInt(a.Int, b.Int)
-	}
-}
-
 func compareInt(a, b int64) int {
 	switch {
 	case a < b:
@@ -291,6 +271,9 @@ func compareInt(a, b int64) int {
 	return 0
 }
 
+// compareFloat follows .NET Double.CompareTo: NaN equals NaN and is less
+// than every other number, so every operator has a definite answer and
+// not (x lt y) equals x ge y.
 func compareFloat(a, b float64) int {
 	switch {
 	case a < b:
