@@ -2,6 +2,7 @@ package odata
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"unicode/utf16"
@@ -48,6 +49,10 @@ func FuzzParse(f *testing.F) {
 		}
 		if s2 := e2.String(); s2 != s {
 			t.Fatalf("%q printed as %q, re-printed as %q", filter, s, s2)
+		}
+		// The same tree, too (NaN is never DeepEqual to itself).
+		if !strings.Contains(s, "NaN") && !reflect.DeepEqual(e, e2) {
+			t.Fatalf("%q: tree %#v re-parsed as %#v", filter, e, e2)
 		}
 		pred := Compile(e)
 		pred.Match(rec{})
