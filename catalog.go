@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tabuladb/tabula/odata"
 	"github.com/tabuladb/tabula/storage"
 )
 
@@ -180,6 +181,9 @@ const MaxTablesPerPage = 1000
 
 // TableQuery selects a page of tables.
 type TableQuery struct {
+	// Filter is an OData $filter on the one property tables have, TableName, such as
+	// "TableName ge 'A' and TableName lt 'B'". Empty means every table.
+	Filter string
 	// Top caps the page (1..1000); 0 means the maximum.
 	Top int
 	// NextTableName continues a listing where an earlier page ended.
@@ -202,12 +206,17 @@ func (db *DB) ListTables(ctx context.Context, q TableQuery) (TablePage, error) {
 	if top == 0 {
 		top = MaxTablesPerPage
 	}
+	expr, err := parseFilter(q.Filter)
+	if err != nil {
+		return TablePage{}, err
+	}
+	pred := odata.Compile(expr)
 	lower := []byte{prefixTable}
 	if q.NextTableName != "" {
 		lower = tableKey(q.NextTableName)
 	}
 	var page TablePage
-	err := db.view(ctx, func(tx *storage.Txn) error {
+	err = db.view(ctx, func(tx *storage.Txn) error {
 		it := tx.Scan(lower, []byte{prefixTable + 1})
 		defer it.Close()
 		for it.Next() {
@@ -222,17 +231,30 @@ func (db *DB) ListTables(ctx context.Context, q TableQuery) (TablePage, error) {
 				page.NextTableName = rec.Name
 				return nil
 			}
-			page.Tables = append(page.Tables, TableInfo{Name: rec.Name, Created: timeOfTicks(rec.Created)})
+			if pred.Match(tableNameRecord(rec.Name)) {
+				page.Tables = append(page.Tables, TableInfo{Name: rec.Name, Created: timeOfTicks(rec.Created)})
+			}
 		}
 		return nil
 	})
 	return page, err
 }
 
-// Tables iterates over every table in name order, following NextTableName.
-func (db *DB) Tables(ctx context.Context) iter.Seq2[TableInfo, error] {
+// tableNameRecord is a table as a table filter sees it.
+type tableNameRecord string
+
+func (r tableNameRecord) Property(name string) (odata.Value, bool) {
+	if name == "TableName" {
+		return odata.StringValue(string(r)), true
+	}
+	return odata.Value{}, false
+}
+
+// Tables iterates over the tables a filter selects (every table when it is empty), in name
+// order, following NextTableName.
+func (db *DB) Tables(ctx context.Context, filter string) iter.Seq2[TableInfo, error] {
 	return func(yield func(TableInfo, error) bool) {
-		q := TableQuery{}
+		q := TableQuery{Filter: filter}
 		for {
 			page, err := db.ListTables(ctx, q)
 			if err != nil {

@@ -22,9 +22,20 @@ type Options struct {
 	// disks). The choice does not matter for OpenInMemory.
 	SyncWrites bool
 
-	// Clock returns the current time; it stamps every write's Timestamp. Tests inject a fake
-	// clock to make Timestamps and ETags exact. Default: time.Now.
+	// Clock returns the current time; it stamps every write's Timestamp and measures query
+	// budgets. Tests inject a fake clock to make Timestamps, ETags and budgets exact.
+	// Default: time.Now.
 	Clock func() time.Time
+
+	// QueryBudget is how long one query page may run before it ends early with a
+	// continuation token, measured on Clock. Default: DefaultQueryBudget (5 s, the
+	// service's limit); negative means no budget.
+	QueryBudget time.Duration
+
+	// ForbidFullScans makes a query that the service would run as a full table scan fail
+	// with ErrFullScanForbidden (Tabula's own error), so tests catch filters that would be
+	// slow on the service even when Tabula runs them cheaply.
+	ForbidFullScans bool
 }
 
 // DB is an open Tabula database: a set of tables in one Badger store. It is safe for
@@ -32,6 +43,9 @@ type Options struct {
 type DB struct {
 	store *storage.DB
 	clock func() time.Time
+
+	queryBudget     time.Duration
+	forbidFullScans bool
 
 	// stampMu guards the Timestamp clock.
 	stampMu sync.Mutex
@@ -78,7 +92,10 @@ func open(so storage.Options, opts *Options) (*DB, error) {
 	if err != nil {
 		return nil, ErrInternal.with("%v", err)
 	}
-	db := &DB{store: store, clock: o.Clock}
+	if o.QueryBudget == 0 {
+		o.QueryBudget = DefaultQueryBudget
+	}
+	db := &DB{store: store, clock: o.Clock, queryBudget: o.QueryBudget, forbidFullScans: o.ForbidFullScans}
 	db.dropsCtx, db.stopDrops = context.WithCancel(context.Background())
 	if err := db.loadClock(); err != nil {
 		_ = store.Close()

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/tabuladb/tabula/odata"
 )
 
 // A stored entity value is a version byte followed by msgpack: the Timestamp in ticks, the
@@ -89,9 +91,10 @@ func newRecordDecoder() *recordDecoder {
 	return d
 }
 
-// decode reads the record in b. When keep is non-nil only the properties it accepts are put
-// in props (the others are skipped without decoding); props may be nil when nothing is kept.
-func (d *recordDecoder) decode(b []byte, keep func(name string) bool, props Properties) (ticks int64, err error) {
+// each reads the record in b and calls visit with every property keep accepts (all of them
+// when keep is nil); the others are skipped without being decoded. With a nil visit only the
+// Timestamp is read.
+func (d *recordDecoder) each(b []byte, keep func(name string) bool, visit func(name string, v odata.Value)) (ticks int64, err error) {
 	if len(b) == 0 || b[0] != recordVersion {
 		return 0, errCorrupt("unknown record version")
 	}
@@ -113,7 +116,7 @@ func (d *recordDecoder) decode(b []byte, keep func(name string) bool, props Prop
 		if err != nil {
 			return 0, errCorrupt(err.Error())
 		}
-		if props == nil || (keep != nil && !keep(name)) {
+		if visit == nil || (keep != nil && !keep(name)) {
 			if err := d.dec.Skip(); err != nil {
 				return 0, errCorrupt(err.Error())
 			}
@@ -123,7 +126,7 @@ func (d *recordDecoder) decode(b []byte, keep func(name string) bool, props Prop
 		if err != nil {
 			return 0, err
 		}
-		props[name] = v
+		visit(name, v)
 	}
 	if d.r.Len() != 0 {
 		return 0, errCorrupt("trailing bytes")
@@ -131,58 +134,85 @@ func (d *recordDecoder) decode(b []byte, keep func(name string) bool, props Prop
 	return ticks, nil
 }
 
-func (d *recordDecoder) value(code uint8) (Property, error) {
+// decode reads the record in b into props (which may be nil to read only the Timestamp),
+// keeping only the properties keep accepts when keep is non-nil.
+func (d *recordDecoder) decode(b []byte, keep func(name string) bool, props Properties) (int64, error) {
+	if props == nil {
+		return d.each(b, nil, nil)
+	}
+	return d.each(b, keep, func(name string, v odata.Value) { props[name] = propertyOf(v) })
+}
+
+func (d *recordDecoder) value(code uint8) (odata.Value, error) {
 	var (
-		v   Property
+		v   odata.Value
 		err error
 	)
 	switch code {
 	case codeString:
-		var s string
-		s, err = d.dec.DecodeString()
-		v = String(s)
+		v.Type = odata.String
+		v.Str, err = d.dec.DecodeString()
 	case codeBinary:
-		var b []byte
-		b, err = d.dec.DecodeBytes()
-		if b == nil {
-			b = []byte{} // an empty Binary is a value, not a missing one
+		v.Type = odata.Binary
+		v.Bytes, err = d.dec.DecodeBytes()
+		if v.Bytes == nil {
+			v.Bytes = []byte{} // an empty Binary is a value, not a missing one
 		}
-		v = Binary(b)
 	case codeBoolean:
 		var b bool
 		b, err = d.dec.DecodeBool()
-		v = Boolean(b)
+		v = odata.BooleanValue(b)
 	case codeDateTime:
-		var t int64
-		t, err = d.dec.DecodeInt64()
-		v = DateTime(timeOfTicks(t))
+		v.Type = odata.DateTime
+		v.Int, err = d.dec.DecodeInt64()
 	case codeDouble:
-		var f float64
-		f, err = d.dec.DecodeFloat64()
-		v = Double(f)
+		v.Type = odata.Double
+		v.Float, err = d.dec.DecodeFloat64()
 	case codeGuid:
-		var b []byte
-		var g Guid
-		if b, err = d.dec.DecodeBytes(); err == nil && len(b) != len(g) {
-			return nil, errCorrupt("guid is not 16 bytes")
+		v.Type = odata.Guid
+		var n int
+		if n, err = d.dec.DecodeBytesLen(); err == nil {
+			if n != len(v.Guid) {
+				return v, errCorrupt("guid is not 16 bytes")
+			}
+			err = d.dec.ReadFull(v.Guid[:])
 		}
-		copy(g[:], b)
-		v = g
 	case codeInt32:
 		var i int32
 		i, err = d.dec.DecodeInt32()
-		v = Int32(i)
+		v = odata.Int32Value(i)
 	case codeInt64:
-		var i int64
-		i, err = d.dec.DecodeInt64()
-		v = Int64(i)
+		v.Type = odata.Int64
+		v.Int, err = d.dec.DecodeInt64()
 	default:
-		return nil, errCorrupt(fmt.Sprintf("unknown type code %d", code))
+		return v, errCorrupt(fmt.Sprintf("unknown type code %d", code))
 	}
 	if err != nil {
-		return nil, errCorrupt(err.Error())
+		return v, errCorrupt(err.Error())
 	}
 	return v, nil
+}
+
+// propertyOf converts a decoded value to its public type.
+func propertyOf(v odata.Value) Property {
+	switch v.Type {
+	case odata.String:
+		return String(v.Str)
+	case odata.Binary:
+		return Binary(v.Bytes)
+	case odata.Boolean:
+		return Boolean(v.Int != 0)
+	case odata.DateTime:
+		return DateTime(timeOfTicks(v.Int))
+	case odata.Double:
+		return Double(v.Float)
+	case odata.Guid:
+		return Guid(v.Guid)
+	case odata.Int32:
+		return Int32(v.Int)
+	default:
+		return Int64(v.Int)
+	}
 }
 
 func errCorrupt(why string) error {

@@ -19,7 +19,7 @@ import (
 func tableNames(t *testing.T, db *DB) []string {
 	t.Helper()
 	var names []string
-	for info, err := range db.Tables(context.Background()) {
+	for info, err := range db.Tables(context.Background(), "") {
 		require.NoError(t, err)
 		names = append(names, info.Name)
 	}
