@@ -34,6 +34,22 @@
 // Merge mode under an If-Match ETag (or AnyETag), Upsert (InsertOrReplace and
 // InsertOrMerge) and Delete. Each is atomic and safe for concurrent use.
 //
+// # Queries
+//
+// Table.Query runs an OData $filter in the service's dialect ("PartitionKey eq 'Action' and
+// Rating gt 4.0") and returns a page: at most $top (and at most 1,000) entities in key order,
+// ended early when the 5-second execution budget runs out, with a continuation token that
+// names the next entity to examine. A page may be short, or empty, and still carry a token;
+// Table.QueryAll follows the tokens and yields every match. Comparisons follow the service to
+// the letter: a missing property never matches (not even ne), a property of another type
+// compares as less than the literal, strings compare by UTF-16 code units.
+//
+// The planner picks the cheapest scan the keys allow (Point, RowRange, PartitionRange,
+// FullScan) and, beyond the service, runs an OR of key conditions as a MultiRange union
+// with identical results. Table.Explain and Page.Plan show the plan, how the service would
+// run the query, and how many entities were examined for how many returned;
+// Options.ForbidFullScans turns queries that scan the whole table on the service into errors.
+//
 // # Errors
 //
 // Errors are *Error values carrying the service's error code and HTTP status; compare them
