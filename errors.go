@@ -75,6 +75,7 @@ var (
 	ErrInvalidValueType                        = newError("InvalidValueType", http.StatusBadRequest, "The value specified is invalid.")
 	ErrInvalidDuplicateRow                     = newError("InvalidDuplicateRow", http.StatusBadRequest, "A command with RowKey '' is already present in the batch. An entity can appear only once in a batch.")
 	ErrCommandsInBatchActOnDifferentPartitions = newError("CommandsInBatchActOnDifferentPartitions", http.StatusBadRequest, "All commands in a batch must operate on same entity group.")
+	ErrRequestBodyTooLarge                     = newError("RequestBodyTooLarge", http.StatusRequestEntityTooLarge, "The request body is too large and exceeds the maximum permissible limit.")
 	ErrNotImplemented                          = newError("NotImplemented", http.StatusNotImplemented, "The requested operation is not implemented on the specified resource.")
 	ErrServerBusy                              = newError("ServerBusy", http.StatusServiceUnavailable, "The server is busy.")
 	ErrOperationTimedOut                       = newError("OperationTimedOut", http.StatusInternalServerError, "Operation could not be completed within the specified time.")
