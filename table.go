@@ -34,28 +34,7 @@ const (
 // Insert adds an entity that must not exist yet (EntityAlreadyExists otherwise) and returns
 // it as stored, with its Timestamp and ETag.
 func (t *Table) Insert(ctx context.Context, e Entity) (Entity, error) {
-	if err := validateEntity(&e); err != nil {
-		return Entity{}, err
-	}
-	var ticks int64
-	err := t.db.update(ctx, func(tx *storage.Txn) error {
-		key, err := t.entityKey(tx, e.PartitionKey, e.RowKey)
-		if err != nil {
-			return err
-		}
-		found, err := tx.Get(key, nil)
-		if err != nil {
-			return err
-		}
-		if found {
-			return ErrEntityAlreadyExists.with("entity (%q, %q) already exists", e.PartitionKey, e.RowKey)
-		}
-		ticks, err = t.db.stamp()
-		if err != nil {
-			return err
-		}
-		return tx.Set(key, encodeRecord(ticks, e.Properties, EntitySize(&e)))
-	})
+	ticks, err := t.applyOne(ctx, InsertAction(e))
 	if err != nil {
 		return Entity{}, err
 	}
@@ -114,74 +93,17 @@ func (t *Table) Get(ctx context.Context, partitionKey, rowKey string, selected .
 // earlier read or write, or AnyETag; empty means AnyETag). A missing entity gives
 // ResourceNotFound; a changed one UpdateConditionNotSatisfied. It returns the new ETag.
 func (t *Table) Update(ctx context.Context, e Entity, mode UpdateMode, ifMatch ETag) (ETag, error) {
-	return t.write(ctx, e, mode, &ifMatch)
+	ticks, err := t.applyOne(ctx, UpdateAction(e, mode, ifMatch))
+	if err != nil {
+		return "", err
+	}
+	return etagOf(ticks), nil
 }
 
 // Upsert inserts the entity, or updates it in the given mode if it exists (the service's
 // InsertOrReplace and InsertOrMerge). It returns the new ETag.
 func (t *Table) Upsert(ctx context.Context, e Entity, mode UpdateMode) (ETag, error) {
-	return t.write(ctx, e, mode, nil)
-}
-
-// write is Update (ifMatch != nil) and Upsert (ifMatch == nil).
-func (t *Table) write(ctx context.Context, e Entity, mode UpdateMode, ifMatch *ETag) (ETag, error) {
-	if err := validateEntity(&e); err != nil {
-		return "", err
-	}
-	if ifMatch != nil {
-		if err := ifMatch.check(); err != nil {
-			return "", err
-		}
-	}
-	var ticks int64
-	err := t.db.update(ctx, func(tx *storage.Txn) error {
-		key, err := t.entityKey(tx, e.PartitionKey, e.RowKey)
-		if err != nil {
-			return err
-		}
-		props := e.Properties
-		var oldTicks int64
-		var old Properties
-		if mode == Merge {
-			old = Properties{}
-		}
-		found, err := tx.Get(key, func(v []byte) error {
-			d := decoderPool.Get().(*recordDecoder)
-			defer decoderPool.Put(d)
-			var derr error
-			oldTicks, derr = d.decode(v, nil, old)
-			return derr
-		})
-		if err != nil {
-			return err
-		}
-		if ifMatch != nil {
-			if !found {
-				return errEntityNotFound(e.PartitionKey, e.RowKey)
-			}
-			if !ifMatch.matches(oldTicks) {
-				return ErrUpdateConditionNotSatisfied.with("entity (%q, %q) has ETag %s, not %s",
-					e.PartitionKey, e.RowKey, etagOf(oldTicks), *ifMatch)
-			}
-		}
-		if mode == Merge && found {
-			for name, v := range e.Properties {
-				if v != nil {
-					old[name] = v
-				}
-			}
-			props = old
-			merged := Entity{PartitionKey: e.PartitionKey, RowKey: e.RowKey, Properties: props}
-			if err := validateEntity(&merged); err != nil {
-				return err
-			}
-		}
-		if ticks, err = t.db.stamp(); err != nil {
-			return err
-		}
-		size := EntitySize(&Entity{PartitionKey: e.PartitionKey, RowKey: e.RowKey, Properties: props})
-		return tx.Set(key, encodeRecord(ticks, props, size))
-	})
+	ticks, err := t.applyOne(ctx, UpsertAction(e, mode))
 	if err != nil {
 		return "", err
 	}
@@ -191,34 +113,111 @@ func (t *Table) write(ctx context.Context, e Entity, mode UpdateMode, ifMatch *E
 // Delete removes an entity if its current version matches ifMatch (an ETag, or AnyETag;
 // empty means AnyETag). A missing entity gives ResourceNotFound.
 func (t *Table) Delete(ctx context.Context, partitionKey, rowKey string, ifMatch ETag) error {
-	if err := validateKeys(partitionKey, rowKey); err != nil {
-		return err
+	_, err := t.applyOne(ctx, DeleteAction(partitionKey, rowKey, ifMatch))
+	return err
+}
+
+// applyOne validates one action and applies it in a transaction of its own, returning the
+// Timestamp it wrote.
+func (t *Table) applyOne(ctx context.Context, a Action) (int64, error) {
+	if err := a.validate(); err != nil {
+		return 0, err
 	}
-	if err := ifMatch.check(); err != nil {
-		return err
-	}
-	return t.db.update(ctx, func(tx *storage.Txn) error {
-		key, err := t.entityKey(tx, partitionKey, rowKey)
+	var ticks int64
+	err := t.db.update(ctx, func(tx *storage.Txn) error {
+		rec, err := lookupTable(tx, t.name)
 		if err != nil {
 			return err
 		}
+		ticks, err = t.db.apply(tx, rec.ID, &a)
+		return err
+	})
+	return ticks, err
+}
+
+// apply performs one validated action on the entities of table id inside tx and returns the
+// Timestamp it wrote (0 for a Delete). It is the one place that gives Insert, Update, Upsert
+// and Delete their meaning, for single operations and transactions alike.
+func (db *DB) apply(tx *storage.Txn, id uint64, a *Action) (int64, error) {
+	e := &a.Entity
+	key := entityKey(id, e.PartitionKey, e.RowKey)
+	props := e.Properties
+	switch a.Kind {
+	case ActionInsert:
+		found, err := tx.Get(key, nil)
+		if err != nil {
+			return 0, err
+		}
+		if found {
+			return 0, ErrEntityAlreadyExists.with("entity (%q, %q) already exists", e.PartitionKey, e.RowKey)
+		}
+	case ActionDelete:
 		var ticks int64
 		found, err := tx.Get(key, func(v []byte) (derr error) {
 			ticks, derr = recordTicks(v)
 			return derr
 		})
 		if err != nil {
-			return err
+			return 0, err
 		}
-		if !found {
-			return errEntityNotFound(partitionKey, rowKey)
+		if err := checkIfMatch(found, ticks, e, a.IfMatch); err != nil {
+			return 0, err
 		}
-		if !ifMatch.matches(ticks) {
-			return ErrUpdateConditionNotSatisfied.with("entity (%q, %q) has ETag %s, not %s",
-				partitionKey, rowKey, etagOf(ticks), ifMatch)
+		return 0, tx.Delete(key)
+	default: // ActionUpdate, ActionUpsert
+		var oldTicks int64
+		var old Properties
+		if a.Mode == Merge {
+			old = Properties{} // only a Merge needs the stored properties
 		}
-		return tx.Delete(key)
-	})
+		found, err := tx.Get(key, func(v []byte) error {
+			d := decoderPool.Get().(*recordDecoder)
+			defer decoderPool.Put(d)
+			var derr error
+			oldTicks, derr = d.decode(v, nil, old)
+			return derr
+		})
+		if err != nil {
+			return 0, err
+		}
+		if a.Kind == ActionUpdate {
+			if err := checkIfMatch(found, oldTicks, e, a.IfMatch); err != nil {
+				return 0, err
+			}
+		}
+		if a.Mode == Merge && found {
+			for name, v := range e.Properties {
+				if v != nil {
+					old[name] = v
+				}
+			}
+			props = old
+			// The merged entity may break a limit that neither part broke alone.
+			merged := Entity{PartitionKey: e.PartitionKey, RowKey: e.RowKey, Properties: props}
+			if err := validateEntity(&merged); err != nil {
+				return 0, err
+			}
+		}
+	}
+	ticks, err := db.stamp()
+	if err != nil {
+		return 0, err
+	}
+	size := EntitySize(&Entity{PartitionKey: e.PartitionKey, RowKey: e.RowKey, Properties: props})
+	return ticks, tx.Set(key, encodeRecord(ticks, props, size))
+}
+
+// checkIfMatch applies an If-Match condition to the stored version of e: the entity must
+// exist (ResourceNotFound) and be the version ifMatch names (UpdateConditionNotSatisfied).
+func checkIfMatch(found bool, ticks int64, e *Entity, ifMatch ETag) error {
+	if !found {
+		return errEntityNotFound(e.PartitionKey, e.RowKey)
+	}
+	if !ifMatch.matches(ticks) {
+		return ErrUpdateConditionNotSatisfied.with("entity (%q, %q) has ETag %s, not %s",
+			e.PartitionKey, e.RowKey, etagOf(ticks), ifMatch)
+	}
+	return nil
 }
 
 // entityKey resolves the table inside tx and returns the entity's key.

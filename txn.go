@@ -1,0 +1,346 @@
+package tabula
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tabuladb/tabula/storage"
+)
+
+// Limits of an entity group transaction (semantics.md §6.1).
+const (
+	// MaxTransactionActions is the most actions one transaction may hold.
+	MaxTransactionActions = 100
+	// MaxTransactionPayload is the most bytes a transaction's request body may have, as
+	// TransactionPayloadSize counts them.
+	MaxTransactionPayload = 4 << 20
+)
+
+// ActionKind says what an Action does.
+type ActionKind int
+
+// The kinds of action. The zero ActionKind is none of them, so an Action left without a
+// Kind is refused rather than taken for an Insert.
+const (
+	// ActionInsert adds an entity that must not exist yet.
+	ActionInsert ActionKind = iota + 1
+	// ActionUpdate changes an existing entity in Replace or Merge mode if it matches IfMatch.
+	ActionUpdate
+	// ActionUpsert inserts the entity or updates it in Replace or Merge mode.
+	ActionUpsert
+	// ActionDelete removes an existing entity if it matches IfMatch.
+	ActionDelete
+)
+
+// String names the kind as the service's operations do.
+func (k ActionKind) String() string {
+	switch k {
+	case ActionInsert:
+		return "Insert"
+	case ActionUpdate:
+		return "Update"
+	case ActionUpsert:
+		return "Upsert"
+	case ActionDelete:
+		return "Delete"
+	}
+	return "ActionKind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// Action is one operation of an entity group transaction, with the meaning of the
+// single-entity method of the same name (Table.Insert, Update, Upsert, Delete).
+type Action struct {
+	Kind ActionKind
+	// Entity is the entity to write; a Delete uses only its PartitionKey and RowKey.
+	Entity Entity
+	// Mode is Replace or Merge, for Update and Upsert.
+	Mode UpdateMode
+	// IfMatch is the condition of an Update or Delete: an ETag, or AnyETag (empty means
+	// AnyETag). Insert and Upsert are unconditional and refuse one.
+	IfMatch ETag
+}
+
+// InsertAction returns an action that inserts e.
+func InsertAction(e Entity) Action { return Action{Kind: ActionInsert, Entity: e} }
+
+// UpdateAction returns an action that updates e in the given mode if it matches ifMatch.
+func UpdateAction(e Entity, mode UpdateMode, ifMatch ETag) Action {
+	return Action{Kind: ActionUpdate, Entity: e, Mode: mode, IfMatch: ifMatch}
+}
+
+// UpsertAction returns an action that inserts e or updates it in the given mode.
+func UpsertAction(e Entity, mode UpdateMode) Action {
+	return Action{Kind: ActionUpsert, Entity: e, Mode: mode}
+}
+
+// DeleteAction returns an action that deletes an entity if it matches ifMatch.
+func DeleteAction(partitionKey, rowKey string, ifMatch ETag) Action {
+	return Action{Kind: ActionDelete, Entity: Entity{PartitionKey: partitionKey, RowKey: rowKey}, IfMatch: ifMatch}
+}
+
+// validate applies the service's input rules to one action, before any storage work.
+func (a *Action) validate() error {
+	switch a.Kind {
+	case ActionInsert, ActionUpsert:
+		if a.IfMatch != "" {
+			return ErrInvalidInput.with("an %s takes no IfMatch condition; use an Update for a conditional write", a.Kind)
+		}
+		return validateEntity(&a.Entity)
+	case ActionUpdate:
+		if err := validateEntity(&a.Entity); err != nil {
+			return err
+		}
+		return a.IfMatch.check()
+	case ActionDelete:
+		if err := validateKeys(a.Entity.PartitionKey, a.Entity.RowKey); err != nil {
+			return err
+		}
+		return a.IfMatch.check()
+	}
+	return ErrInvalidInput.with("action kind %d is not Insert, Update, Upsert or Delete", int(a.Kind))
+}
+
+// ActionResult is what one action of a successful transaction wrote.
+type ActionResult struct {
+	// ETag and Timestamp identify the version written; both are zero for a Delete.
+	ETag      ETag
+	Timestamp time.Time
+}
+
+// TransactionError reports the action that made a transaction fail, as the service's batch
+// response does: the failing action's index and its own error (409 EntityAlreadyExists, 412
+// UpdateConditionNotSatisfied, 404 ResourceNotFound, 400 for a broken rule, …). The service
+// sends Err.StatusCode as the status of the single part of its response and
+// "<Index>:<Err.Message>" as the message.
+//
+// TransactionError unwraps to Err, so errors.Is(err, ErrEntityAlreadyExists) and
+// errors.As(err, &te) with te an *Error work on it as on a single operation's error.
+type TransactionError struct {
+	// Index is the 0-based position of the failing action.
+	Index int
+	Err   *Error
+}
+
+func (e *TransactionError) Error() string {
+	return fmt.Sprintf("tabula: transaction action %d: %s", e.Index, strings.TrimPrefix(e.Err.Error(), "tabula: "))
+}
+
+func (e *TransactionError) Unwrap() error { return e.Err }
+
+// actionError attributes err to action i when it is a client error (4xx) of the service;
+// anything else (a canceled context, an internal error) is not the action's doing and
+// passes unchanged.
+func actionError(i int, err error) error {
+	var te *Error
+	if errors.As(err, &te) && te.StatusCode < 500 {
+		return &TransactionError{Index: i, Err: te}
+	}
+	return err
+}
+
+// SubmitTransaction applies the actions as one entity group transaction: all of them, in
+// order, or none. Concurrent readers see the table before the transaction or after it,
+// never in between. It returns one result per action, in order.
+//
+// The service's rules are checked before anything is written, so a refused transaction
+// leaves the table untouched:
+//   - 1 to MaxTransactionActions actions. No actions at all is InvalidInput (the service
+//     answers 400 to an empty change set); more than 100 is InvalidInput "The batch request
+//     operation exceeds the maximum 100 changes per change set." at index 99, where the
+//     service reports it.
+//   - A request body of at most MaxTransactionPayload bytes by TransactionPayloadSize;
+//     more is RequestBodyTooLarge (413), an error of the request as a whole, as on the
+//     service, so it is an *Error without an index.
+//   - Then, action by action: the entity is valid by the single-entity rules (its own code),
+//     its PartitionKey is the first action's (CommandsInBatchActOnDifferentPartitions),
+//     and its RowKey has not appeared before (InvalidDuplicateRow).
+//
+// A missing table is TableNotFound at index 0. Otherwise the actions run in order, each
+// with the outcome its single-entity method would have; the first failure rolls all of
+// them back and is reported at its index (a Merge whose result breaks an entity limit
+// fails there too).
+//
+// Rule and action failures are *TransactionError; other failures (a canceled context,
+// ServerBusy under extreme contention, an internal error) are returned as they are.
+//
+// Every write gets its own Timestamp, strictly increasing in action order, so no two
+// writes in a DB ever share a Timestamp or an ETag. The service sometimes gives the
+// writes of one batch a shared Timestamp and sometimes not (semantics.md §3), so clients
+// cannot rely on either, and Tabula keeps its DB-wide invariant.
+func (t *Table) SubmitTransaction(ctx context.Context, actions []Action) ([]ActionResult, error) {
+	if err := validateTransaction(actions); err != nil {
+		return nil, err
+	}
+	results := make([]ActionResult, len(actions))
+	err := t.db.update(ctx, func(tx *storage.Txn) error {
+		rec, err := lookupTable(tx, t.name)
+		if err != nil {
+			return actionError(0, err)
+		}
+		for i := range actions {
+			ticks, err := t.db.apply(tx, rec.ID, &actions[i])
+			if err != nil {
+				return actionError(i, err)
+			}
+			var r ActionResult // zero for a Delete; set on every run, as fn may run again
+			if actions[i].Kind != ActionDelete {
+				r = ActionResult{ETag: etagOf(ticks), Timestamp: timeOfTicks(ticks)}
+			}
+			results[i] = r
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+// validateTransaction checks the service's rules for a transaction in the order the service
+// meets them: the request as a whole, then each action in turn.
+func validateTransaction(actions []Action) error {
+	if len(actions) == 0 {
+		return ErrInvalidInput.with("a transaction needs at least one action")
+	}
+	if size := TransactionPayloadSize(actions); size > MaxTransactionPayload {
+		return ErrRequestBodyTooLarge.with("transaction payload is %d bytes by TransactionPayloadSize; the limit is %d",
+			size, MaxTransactionPayload)
+	}
+	if n := len(actions); n > MaxTransactionActions {
+		return &TransactionError{Index: MaxTransactionActions - 1, Err: ErrInvalidInput.withMessage(
+			"The batch request operation exceeds the maximum 100 changes per change set.",
+			"transaction has %d actions; the limit is %d", n, MaxTransactionActions)}
+	}
+	pk := actions[0].Entity.PartitionKey
+	rows := make(map[string]struct{}, len(actions))
+	for i := range actions {
+		a := &actions[i]
+		if err := a.validate(); err != nil {
+			return actionError(i, err)
+		}
+		if a.Entity.PartitionKey != pk {
+			return &TransactionError{Index: i, Err: ErrCommandsInBatchActOnDifferentPartitions.with(
+				"action %d has PartitionKey %q but action 0 has %q; a transaction acts on one partition",
+				i, a.Entity.PartitionKey, pk)}
+		}
+		rk := a.Entity.RowKey
+		if _, dup := rows[rk]; dup {
+			msg := strings.Replace(ErrInvalidDuplicateRow.Message, "''", "'"+rk+"'", 1)
+			return &TransactionError{Index: i, Err: ErrInvalidDuplicateRow.withMessage(msg,
+				"action %d has RowKey %q, which an earlier action has; an entity may appear once in a transaction", i, rk)}
+		}
+		rows[rk] = struct{}{}
+	}
+	return nil
+}
+
+// TransactionPayloadSize is the size Tabula checks against the service's 4 MiB limit on a
+// transaction's request body. The service counts the HTTP body: a multipart document with
+// one part per action holding its request line, headers and JSON body. Only the JSON bodies
+// are a property of the actions; the framing depends on the client, the account's host name
+// and headers (the Go SDK writes about 440 bytes an action to a 34-character host).
+//
+// So the size is the sum of the smallest JSON bodies a client can send: the keys and the
+// non-nil properties in the service's JSON format, strings escaped only where JSON
+// requires it (official SDKs may escape more, such as '<' or non-ASCII text), with a type
+// annotation only where the service needs one (Binary, DateTime, Guid, Int64, and Doubles
+// that are not finite). A Delete has no body. The framing is left out, so Tabula never
+// refuses a transaction the service would accept; near the limit it may accept one the
+// service refuses by up to the framing, about 1% of the limit for 100 actions.
+func TransactionPayloadSize(actions []Action) int {
+	size := 0
+	for i := range actions {
+		if actions[i].Kind != ActionDelete {
+			size += jsonBodySize(&actions[i].Entity)
+		}
+	}
+	return size
+}
+
+// jsonBodySize is the length of the smallest JSON body of e: {"PartitionKey":…,"RowKey":…,…}.
+func jsonBodySize(e *Entity) int {
+	size := len(`{"PartitionKey":,"RowKey":}`) + jsonStringSize(e.PartitionKey) + jsonStringSize(e.RowKey)
+	var scratch [32]byte
+	for name, v := range e.Properties {
+		if v == nil {
+			continue // a nil value is dropped, as a client omits or nulls it
+		}
+		n, annotated := jsonValueSize(v, scratch[:0])
+		size += len(`,:`) + jsonStringSize(name) + n
+		if annotated {
+			// ,"<name>@odata.type":"Edm.X"
+			size += len(`,:`) + jsonStringSize(name+"@odata.type") + jsonStringSize(string(v.EdmType()))
+		}
+	}
+	return size
+}
+
+// jsonValueSize is the length of v's JSON value and whether it needs a type annotation.
+func jsonValueSize(v Property, scratch []byte) (int, bool) {
+	switch v := v.(type) {
+	case String:
+		return jsonStringSize(string(v)), false
+	case Binary:
+		return 2 + base64.StdEncoding.EncodedLen(len(v)), true
+	case Boolean:
+		if v {
+			return len("true"), false
+		}
+		return len("false"), false
+	case DateTime:
+		return 2 + len(formatTime(time.Time(v))), true
+	case Double:
+		f := float64(v)
+		switch {
+		case math.IsNaN(f):
+			return len(`"NaN"`), true
+		case math.IsInf(f, 1):
+			return len(`"Infinity"`), true
+		case math.IsInf(f, -1):
+			return len(`"-Infinity"`), true
+		}
+		s := strconv.AppendFloat(scratch, f, 'g', -1, 64)
+		mantissa, exp, found := strings.Cut(string(s), "e")
+		if !found {
+			if !strings.Contains(mantissa, ".") {
+				return len(s) + len(".0"), false // an integral Double is written 5.0 to stay a Double
+			}
+			return len(s), false
+		}
+		// Go writes 1e+300 and 1e-07; JSON needs only 1e300 and 1e-7.
+		n := len(mantissa) + len("e") + len(strings.TrimLeft(exp, "+-0"))
+		if exp[0] == '-' {
+			n++
+		}
+		return n, false
+	case Guid:
+		return 2 + 36, true
+	case Int32:
+		return len(strconv.AppendInt(scratch, int64(v), 10)), false
+	case Int64:
+		return 2 + len(strconv.AppendInt(scratch, int64(v), 10)), true
+	}
+	return 0, false
+}
+
+// jsonStringSize is the length of s as a JSON string with only the escapes JSON requires:
+// the quotes, \" and \\, two-character escapes for \b \f \n \r \t and \u00XX for other
+// control characters.
+func jsonStringSize(s string) int {
+	n := 2 + len(s)
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t':
+			n++
+		case c < 0x20:
+			n += 5
+		}
+	}
+	return n
+}
