@@ -2,6 +2,7 @@ package tabula
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"maps"
@@ -120,7 +121,8 @@ func codeOf(err error) string {
 	if err == nil {
 		return ""
 	}
-	if te, ok := err.(*Error); ok {
+	var te *Error
+	if errors.As(err, &te) {
 		return te.Code
 	}
 	return "non-service error: " + err.Error()
@@ -191,7 +193,25 @@ func runModel(t *testing.T, seed uint64, ops int) {
 			newETag  ETag
 			newProps Properties
 		)
-		switch k := r.IntN(100); {
+		switch k := r.IntN(112); {
+		case k >= 99 && k < 111:
+			actions, bad := randomTransaction(r, pk, rows, staleETags)
+			op = fmt.Sprintf("transaction of %d actions", len(actions))
+			var results []ActionResult
+			results, err = tbl.SubmitTransaction(ctx, actions)
+			var at int
+			at, want = expectTransaction(rows, actions, bad)
+			var te *TransactionError
+			switch {
+			case want == "":
+			case at < 0:
+				require.False(t, errors.As(err, &te), "seed %d step %d: %v concerns no action", seed, step, err)
+			case errors.As(err, &te):
+				require.Equal(t, at, te.Index, "seed %d step %d: failing index of %v", seed, step, err)
+			}
+			if err == nil && want == "" {
+				staleETags = applyTransaction(t, rows, actions, results, &lastStamp, staleETags)
+			}
 		case rows == nil: // the table is missing
 			op, want = "insert into missing table", "TableNotFound"
 			_, err = tbl.Insert(ctx, e)
@@ -318,4 +338,137 @@ func mustTicks(t *testing.T, e ETag) int64 {
 	ticks, err := e.ticks()
 	require.NoError(t, err)
 	return ticks
+}
+
+// randomTransaction builds a transaction on partition pk: usually a few actions of every
+// kind on distinct rows, with conditions that may or may not hold, and sometimes broken in
+// one of the ways the service refuses before executing anything. bad[i] is the code
+// action i's entity must get when it was made invalid.
+func randomTransaction(r *rand.Rand, pk string, rows map[[2]string]modelEntity, stale []ETag) ([]Action, []string) {
+	n := 1 + r.IntN(6)
+	switch r.IntN(40) {
+	case 0:
+		n = 0
+	case 1:
+		n = MaxTransactionActions + 1
+	}
+	actions := make([]Action, n)
+	bad := make([]string, n)
+	order := r.Perm(len(modelKeys))
+	for i := range actions {
+		rk := modelKeys[order[i%len(order)]]
+		cur := rows[[2]string{pk, rk}]
+		cond := []ETag{cur.etag, cur.etag, AnyETag, "", stale[r.IntN(len(stale))]}[r.IntN(5)]
+		e := Entity{PartitionKey: pk, RowKey: rk, Properties: randomProps(r)}
+		mode := UpdateMode(r.IntN(2))
+		kind := r.IntN(4)
+		if _, exists := rows[[2]string{pk, rk}]; r.IntN(4) != 0 {
+			// Mostly what would succeed, so that transactions often commit and a failure
+			// tends to come in the middle of actions that would otherwise apply.
+			kind = []int{0, 2}[r.IntN(2)]
+			if exists {
+				kind = 1 + r.IntN(3)
+				cond = []ETag{cur.etag, AnyETag, ""}[r.IntN(3)]
+			}
+		}
+		switch kind {
+		case 0:
+			actions[i] = InsertAction(e)
+		case 1:
+			actions[i] = UpdateAction(e, mode, cond)
+		case 2:
+			actions[i] = UpsertAction(e, mode)
+		default:
+			actions[i] = DeleteAction(pk, rk, cond)
+		}
+	}
+	if n < 2 || r.IntN(3) != 0 {
+		return actions, bad
+	}
+	j := 1 + r.IntN(n-1)
+	switch r.IntN(3) {
+	case 0: // another partition
+		for actions[j].Entity.PartitionKey == pk {
+			actions[j].Entity.PartitionKey = modelKeys[r.IntN(4)]
+		}
+	case 1: // a row seen before
+		actions[j].Entity.RowKey = actions[r.IntN(j)].Entity.RowKey
+	default: // an invalid entity
+		var e Entity
+		e, bad[j] = invalidEntity(r, pk, actions[j].Entity.RowKey)
+		actions[j] = []Action{InsertAction(e), UpsertAction(e, Merge), UpdateAction(e, Replace, AnyETag)}[r.IntN(3)]
+	}
+	return actions, bad
+}
+
+// expectTransaction applies the service's rules the obvious way: the request, then each
+// action's validity, partition and row in order, then the table, then the actions in order
+// on a scratch copy. It returns the failing index (-1 when the failure concerns no action)
+// and code, or an empty code for success.
+func expectTransaction(rows map[[2]string]modelEntity, actions []Action, bad []string) (int, string) {
+	if len(actions) == 0 {
+		return -1, "InvalidInput"
+	}
+	if len(actions) > MaxTransactionActions {
+		return MaxTransactionActions - 1, "InvalidInput"
+	}
+	seen := map[string]bool{}
+	for i, a := range actions {
+		switch {
+		case bad[i] != "":
+			return i, bad[i]
+		case a.Entity.PartitionKey != actions[0].Entity.PartitionKey:
+			return i, "CommandsInBatchActOnDifferentPartitions"
+		case seen[a.Entity.RowKey]:
+			return i, "InvalidDuplicateRow"
+		}
+		seen[a.Entity.RowKey] = true
+	}
+	if rows == nil {
+		return 0, "TableNotFound"
+	}
+	for i, a := range actions {
+		cur, exists := rows[[2]string{a.Entity.PartitionKey, a.Entity.RowKey}]
+		condOK := a.IfMatch == "" || a.IfMatch == AnyETag || a.IfMatch == cur.etag
+		switch {
+		case a.Kind == ActionInsert && exists:
+			return i, "EntityAlreadyExists"
+		case (a.Kind == ActionUpdate || a.Kind == ActionDelete) && !exists:
+			return i, "ResourceNotFound"
+		case (a.Kind == ActionUpdate || a.Kind == ActionDelete) && !condOK:
+			return i, "UpdateConditionNotSatisfied"
+		}
+	}
+	return 0, ""
+}
+
+// applyTransaction puts a successful transaction's effects into the model, checking that
+// every write got its own Timestamp, later than any before, and returns the ETags that
+// became stale.
+func applyTransaction(t *testing.T, rows map[[2]string]modelEntity, actions []Action, results []ActionResult,
+	lastStamp *time.Time, stale []ETag) []ETag {
+	t.Helper()
+	require.Len(t, results, len(actions))
+	for i, a := range actions {
+		key := [2]string{a.Entity.PartitionKey, a.Entity.RowKey}
+		cur, exists := rows[key]
+		if exists {
+			stale = append(stale, cur.etag)
+		}
+		if a.Kind == ActionDelete {
+			require.Equal(t, ActionResult{}, results[i])
+			delete(rows, key)
+			continue
+		}
+		stamp := results[i].Timestamp
+		require.True(t, stamp.After(*lastStamp), "action %d: Timestamp %v not after %v", i, stamp, *lastStamp)
+		require.Equal(t, etagOf(ticksOf(stamp)), results[i].ETag)
+		*lastStamp = stamp
+		props := nonNil(a.Entity.Properties)
+		if exists && a.Kind != ActionInsert {
+			props = applyMode(cur.props, a.Entity.Properties, a.Mode)
+		}
+		rows[key] = modelEntity{props: props, etag: results[i].ETag}
+	}
+	return stale
 }
