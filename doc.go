@@ -34,6 +34,14 @@
 // Merge mode under an If-Match ETag (or AnyETag), Upsert (InsertOrReplace and
 // InsertOrMerge) and Delete. Each is atomic and safe for concurrent use.
 //
+// # Transactions
+//
+// Table.SubmitTransaction applies an entity group transaction: 1 to 100 actions (Insert,
+// Update, Upsert, Delete) on one PartitionKey, each RowKey at most once, at most 4 MiB, all
+// applied or none. The rules are checked before anything is written, and a failure is a
+// *TransactionError naming the failing action's index and its own error, as the service's
+// batch response does.
+//
 // # Queries
 //
 // Table.Query runs an OData $filter in the service's dialect ("PartitionKey eq 'Action' and

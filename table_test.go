@@ -200,6 +200,9 @@ func TestEntityOperations(t *testing.T) {
 	_, err = tbl.Upsert(ctx, Entity{PartitionKey: "Comedy", RowKey: "New"}, Replace)
 	require.NoError(t, err)
 
+	_, err = tbl.Upsert(ctx, Entity{PartitionKey: "Comedy", RowKey: "Up"}, UpdateMode(7))
+	assert.ErrorIs(t, err, ErrInvalidInput, "a mode that is neither Replace nor Merge")
+
 	require.NoError(t, tbl.Delete(ctx, "Comedy", "Up", got.ETag))
 	assert.ErrorIs(t, tbl.Delete(ctx, "Comedy", "Up", AnyETag), ErrResourceNotFound)
 	_, err = tbl.Get(ctx, "Comedy", "Up")

@@ -86,6 +86,9 @@ func DeleteAction(partitionKey, rowKey string, ifMatch ETag) Action {
 
 // validate applies the service's input rules to one action, before any storage work.
 func (a *Action) validate() error {
+	if (a.Kind == ActionUpdate || a.Kind == ActionUpsert) && a.Mode != Replace && a.Mode != Merge {
+		return ErrInvalidInput.with("update mode %d is neither Replace nor Merge", int(a.Mode))
+	}
 	switch a.Kind {
 	case ActionInsert, ActionUpsert:
 		if a.IfMatch != "" {

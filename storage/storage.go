@@ -24,6 +24,13 @@ type Options struct {
 	SyncWrites bool
 }
 
+// valueThreshold is the value size from which Badger keeps a value in its value log, with only
+// a pointer in the LSM tree. Badger refuses a transaction whose LSM entries exceed 15% of a
+// memtable (about 9.6 MB); with values this large moved out, even 100 writes of values up to
+// the threshold (6.4 MB) fit, while small values, the common case, stay in the LSM tree where
+// reads and scans are fastest.
+const valueThreshold = 64 << 10
+
 // MaxConflictRetries bounds how often Update re-runs a closure whose transaction lost a
 // conflict. Each lost conflict means another writer committed, so the bound is only reached
 // under pathological contention.
@@ -45,7 +52,8 @@ func Open(o Options) (*DB, error) {
 	}
 	bo = bo.WithSyncWrites(o.SyncWrites).
 		WithLoggingLevel(badger.WARNING).
-		WithMetricsEnabled(false)
+		WithMetricsEnabled(false).
+		WithValueThreshold(valueThreshold)
 	bdb, err := badger.Open(bo)
 	if err != nil {
 		return nil, fmt.Errorf("storage: open %q: %w", o.Dir, err)
