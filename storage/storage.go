@@ -29,7 +29,19 @@ type Options struct {
 // memtable (about 9.6 MB); with values this large moved out, even 100 writes of values up to
 // the threshold (6.4 MB) fit, while small values, the common case, stay in the LSM tree where
 // reads and scans are fastest.
+//
+// In memory there is no value log: every value lives in the LSM tree, so a value may not
+// exceed MaxInMemoryValue and a transaction may not write more than about 9.6 MB. Both are
+// reported as ErrTooLarge.
 const valueThreshold = 64 << 10
+
+// MaxInMemoryValue is the largest value an in-memory store accepts: below Badger's value
+// threshold, which in memory it must never reach.
+const MaxInMemoryValue = 1<<20 - 1
+
+// ErrTooLarge reports a value or transaction larger than the store can hold (see
+// valueThreshold); only in-memory stores have limits a table's data can reach.
+var ErrTooLarge = errors.New("storage: value or transaction too large for an in-memory store")
 
 // MaxConflictRetries bounds how often Update re-runs a closure whose transaction lost a
 // conflict. Each lost conflict means another writer committed, so the bound is only reached
@@ -41,7 +53,8 @@ var ErrContention = errors.New("storage: transaction kept conflicting with concu
 
 // DB is an open store. It is safe for concurrent use.
 type DB struct {
-	bdb *badger.DB
+	bdb      *badger.DB
+	inMemory bool
 }
 
 // Open opens (creating if needed) the store described by o.
@@ -52,13 +65,15 @@ func Open(o Options) (*DB, error) {
 	}
 	bo = bo.WithSyncWrites(o.SyncWrites).
 		WithLoggingLevel(badger.WARNING).
-		WithMetricsEnabled(false).
-		WithValueThreshold(valueThreshold)
+		WithMetricsEnabled(false)
+	if !o.InMemory {
+		bo = bo.WithValueThreshold(valueThreshold)
+	}
 	bdb, err := badger.Open(bo)
 	if err != nil {
 		return nil, fmt.Errorf("storage: open %q: %w", o.Dir, err)
 	}
-	return &DB{bdb: bdb}, nil
+	return &DB{bdb: bdb, inMemory: o.InMemory}, nil
 }
 
 // Close flushes and closes the store.
@@ -71,7 +86,7 @@ func (d *DB) Close() error {
 
 // View runs fn in a read-only snapshot.
 func (d *DB) View(fn func(*Txn) error) error {
-	return d.bdb.View(func(t *badger.Txn) error { return fn(&Txn{t: t}) })
+	return d.bdb.View(func(t *badger.Txn) error { return fn(&Txn{t: t, db: d}) })
 }
 
 // Update runs fn in a read-write transaction and commits it. When the commit loses a conflict
@@ -81,7 +96,10 @@ func (d *DB) View(fn func(*Txn) error) error {
 // transaction and is returned unchanged.
 func (d *DB) Update(fn func(*Txn) error) error {
 	for range MaxConflictRetries {
-		err := d.bdb.Update(func(t *badger.Txn) error { return fn(&Txn{t: t}) })
+		err := d.bdb.Update(func(t *badger.Txn) error { return fn(&Txn{t: t, db: d}) })
+		if errors.Is(err, badger.ErrTxnTooBig) {
+			return ErrTooLarge
+		}
 		if !errors.Is(err, badger.ErrConflict) {
 			return err
 		}
@@ -133,7 +151,8 @@ func (d *DB) DeleteRange(ctx context.Context, lower, upper []byte) error {
 
 // Txn is a transaction passed to View or Update closures; it is valid only inside them.
 type Txn struct {
-	t *badger.Txn
+	t  *badger.Txn
+	db *DB
 }
 
 // Get looks key up and, when present, calls fn with its value, which is valid only during fn.
@@ -153,7 +172,14 @@ func (t *Txn) Get(key []byte, fn func(value []byte) error) (found bool, err erro
 
 // Set writes value under key. Neither slice may change until the transaction ends.
 func (t *Txn) Set(key, value []byte) error {
-	if err := t.t.Set(key, value); err != nil {
+	if t.db.inMemory && len(value) > MaxInMemoryValue {
+		return ErrTooLarge
+	}
+	err := t.t.Set(key, value)
+	if errors.Is(err, badger.ErrTxnTooBig) {
+		return ErrTooLarge
+	}
+	if err != nil {
 		return fmt.Errorf("storage: set: %w", err)
 	}
 	return nil

@@ -173,8 +173,24 @@ func TestReopenKeepsData(t *testing.T) {
 }
 
 // A transaction of a hundred ~1 MiB values is far above Badger's in-LSM transaction limit, but
-// large values live in the value log, so it commits; it reads back intact after a reopen.
+// on disk large values live in the value log, so it commits; it reads back intact after a
+// reopen. In memory the same transaction is refused with ErrTooLarge, and so is a value over
+// MaxInMemoryValue.
 func TestLargeTransactions(t *testing.T) {
+	mem := openMem(t)
+	err := mem.Update(func(txn *Txn) error {
+		for i := range 100 {
+			if err := txn.Set([]byte(fmt.Sprintf("k%03d", i)), bytes.Repeat([]byte("v"), 900<<10)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	assert.ErrorIs(t, err, ErrTooLarge)
+	err = mem.Update(func(txn *Txn) error { return txn.Set([]byte("k"), make([]byte, MaxInMemoryValue+1)) })
+	assert.ErrorIs(t, err, ErrTooLarge)
+	assert.NoError(t, mem.Update(func(txn *Txn) error { return txn.Set([]byte("k"), make([]byte, MaxInMemoryValue)) }))
+
 	dir := t.TempDir()
 	db, err := Open(Options{Dir: dir})
 	require.NoError(t, err)
