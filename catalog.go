@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tabuladb/tabula/odata"
+	"github.com/tabuladb/tabula/partition"
 	"github.com/tabuladb/tabula/storage"
 )
 
@@ -67,6 +68,9 @@ func (db *DB) CreateTable(ctx context.Context, name string) (*Table, error) {
 	if err := validateTableName(name); err != nil {
 		return nil, err
 	}
+	if err := admit(db.service.AdmitTableOp(partition.KindCreateTable), "create table"); err != nil {
+		return nil, err
+	}
 	err := db.update(ctx, func(tx *storage.Txn) error {
 		key := tableKey(name)
 		found, err := tx.Get(key, nil)
@@ -103,25 +107,28 @@ func (db *DB) CreateTable(ctx context.Context, name string) (*Table, error) {
 // as on the service. The name is free again at once, and a table created under it starts
 // empty; the old data is dropped in the background.
 func (db *DB) DeleteTable(ctx context.Context, name string) error {
-	var id uint64
-	err := db.update(ctx, func(tx *storage.Txn) error {
-		rec, err := lookupTable(tx, name)
+	if err := admit(db.service.AdmitTableOp(partition.KindDeleteTable), "delete table"); err != nil {
+		return err
+	}
+	var rec tableRecord
+	err := db.update(ctx, func(tx *storage.Txn) (err error) {
+		rec, err = lookupTable(tx, name)
 		if err != nil {
 			if errors.Is(err, ErrTableNotFound) {
 				return ErrResourceNotFound.with("table %q does not exist", name)
 			}
 			return err
 		}
-		id = rec.ID
 		if err := tx.Delete(tableKey(name)); err != nil {
 			return err
 		}
-		return tx.Set(dropKey(id), nil)
+		return tx.Set(dropKey(rec.ID), nil)
 	})
 	if err != nil {
 		return err
 	}
-	db.dropInBackground(id)
+	db.service.DropTable(rec.Name)
+	db.dropInBackground(rec.ID)
 	return nil
 }
 
@@ -208,6 +215,9 @@ func (db *DB) ListTables(ctx context.Context, q TableQuery) (TablePage, error) {
 	}
 	expr, err := parseFilter(q.Filter)
 	if err != nil {
+		return TablePage{}, err
+	}
+	if err := admit(db.service.AdmitTableOp(partition.KindQueryTables), "list tables"); err != nil {
 		return TablePage{}, err
 	}
 	pred := odata.Compile(expr)

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tabuladb/tabula/partition"
 	"github.com/tabuladb/tabula/storage"
 )
 
@@ -36,6 +37,26 @@ type Options struct {
 	// with ErrFullScanForbidden (Tabula's own error), so tests catch filters that would be
 	// slow on the service even when Tabula runs them cheaply.
 	ForbidFullScans bool
+
+	// The remaining options simulate how the service behaves under load (package partition).
+
+	// Limits are the service's scalability targets, 2,000 entities/s per PartitionKey and
+	// 20,000 per account (here, per DB), counted as the service counts: every entity
+	// written, and every entity a query scans. The default mode, LimitObserve, refuses
+	// nothing and counts what would have been throttled (see HeatReport); LimitEnforce
+	// answers ServerBusy above the targets; LimitOff skips the accounting.
+	Limits partition.Limits
+	// Balance tunes the simulated load balancer, which splits range partitions that stay
+	// hot and merges neighbours that stay cold, on Clock.
+	Balance partition.Balance
+	// Faults injects ServerBusy and OperationTimedOut, forced continuations and partitions
+	// offline while they split, deterministically from a seed, so that a client's retry
+	// and continuation paths get exercised. Off by default.
+	Faults partition.Faults
+	// BoundaryContinuations ends a query page where its scan crosses into another range
+	// partition, as the service may: a page can then be short, or empty, and still carry a
+	// continuation token.
+	BoundaryContinuations bool
 }
 
 // DB is an open Tabula database: a set of tables in one Badger store. It is safe for
@@ -46,6 +67,10 @@ type DB struct {
 
 	queryBudget     time.Duration
 	forbidFullScans bool
+	boundaries      bool
+
+	// service simulates the service's range partitions, rate limits and faults.
+	service *partition.Account
 
 	// stampMu guards the Timestamp clock.
 	stampMu sync.Mutex
@@ -101,7 +126,11 @@ func open(so storage.Options, opts *Options) (*DB, error) {
 	if o.QueryBudget == 0 {
 		o.QueryBudget = DefaultQueryBudget
 	}
-	db := &DB{store: store, clock: o.Clock, queryBudget: o.QueryBudget, forbidFullScans: o.ForbidFullScans}
+	db := &DB{
+		store: store, clock: o.Clock,
+		queryBudget: o.QueryBudget, forbidFullScans: o.ForbidFullScans, boundaries: o.BoundaryContinuations,
+		service: partition.New(&partition.Options{Now: o.Clock, Limits: o.Limits, Balance: o.Balance, Faults: o.Faults}),
+	}
 	db.dropsCtx, db.stopDrops = context.WithCancel(context.Background())
 	if err := db.loadClock(); err != nil {
 		_ = store.Close()
@@ -201,3 +230,44 @@ func storageError(err error) error {
 		return ErrInternal.with("%v", err)
 	}
 }
+
+// admit asks the simulated service whether an operation may run and turns a refusal into the
+// service's error: 503 ServerBusy for a throttle or an offline partition, 500
+// OperationTimedOut for an injected timeout.
+func admit(d partition.Decision, what string) error {
+	switch d.Fault {
+	case partition.FaultNone:
+		return nil
+	case partition.FaultOperationTimedOut:
+		return ErrOperationTimedOut.with("%s: injected timeout (Options.Faults)", what)
+	}
+	var why string
+	switch d.Cause {
+	case partition.CausePartitionLimit:
+		why = "the PartitionKey is over its rate limit (Options.Limits)"
+	case partition.CauseAccountLimit:
+		why = "the database is over its rate limit (Options.Limits)"
+	case partition.CauseOffline:
+		why = "its range partition is offline while it splits (Options.Faults)"
+	default:
+		why = "injected fault (Options.Faults)"
+	}
+	return ErrServerBusy.withMessage(d.Message(), "%s: %s", what, why)
+}
+
+// HeatReport reports what the simulated service saw: per table, its range partitions with
+// their entities, bytes, recent entities/s, throttled counts and splits, and the hottest
+// PartitionKeys; the figures a partition stress test examines. Stored entities and bytes
+// are counted from Open on.
+func (db *DB) HeatReport() partition.Report { return db.service.Report() }
+
+// ResetStats zeroes the traffic counters of the heat report, so one phase of a stress test
+// can be read apart from the one before. It changes no behaviour.
+func (db *DB) ResetStats() { db.service.ResetStats() }
+
+// SetLimitMode switches what the rate limits do (see Options.Limits) while the DB runs.
+func (db *DB) SetLimitMode(m partition.LimitMode) { db.service.SetLimitMode(m) }
+
+// SetFaults replaces the fault injection (see Options.Faults) while the DB runs; the zero
+// Faults turns it off.
+func (db *DB) SetFaults(f partition.Faults) { db.service.SetFaults(f) }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tabuladb/tabula/odata"
+	"github.com/tabuladb/tabula/partition"
 	"github.com/tabuladb/tabula/storage"
 )
 
@@ -338,13 +339,19 @@ func (t *Table) QueryAll(ctx context.Context, q Query) iter.Seq2[Entity, error] 
 
 // page runs one page of a prepared query from a continuation.
 func (t *Table) page(ctx context.Context, p *preparedQuery, from Continuation) (Page, error) {
-	var start []byte // encoded position to resume at, without the table prefix
+	var (
+		start   []byte // encoded position to resume at, without the table prefix
+		startPK string // the PartitionKey the page starts in, as the service sees it
+	)
 	if !from.IsZero() {
 		pk, rk, err := decodeContinuation(from)
 		if err != nil {
 			return Page{}, err
 		}
 		start = storage.AppendPart(storage.AppendSeparator(storage.AppendPart(nil, pk)), rk)
+		startPK = pk
+	} else if len(p.plan.Ranges) > 0 {
+		startPK = p.plan.Ranges[0].PartitionKeyLow.Value
 	}
 	page := Page{Plan: p.plan}
 	err := t.db.view(ctx, func(tx *storage.Txn) error {
@@ -352,7 +359,21 @@ func (t *Table) page(ctx context.Context, p *preparedQuery, from Continuation) (
 		if err != nil {
 			return err
 		}
-		s := scanner{p: p, tx: tx, page: &page, clock: t.db.clock, began: t.db.clock()}
+		pt := t.db.serviceTable(rec)
+		// A page is admitted before it runs and charged, after, for what it scanned.
+		if err := admit(pt.Admit(startPK, partition.KindQuery, 0), "query"); err != nil {
+			return err
+		}
+		defer func() { pt.Charge(startPK, page.Plan.Scanned) }()
+
+		s := scanner{p: p, tx: tx, page: &page, clock: t.db.clock, began: t.db.clock(), service: t.db.service}
+		if t.db.boundaries {
+			if b, ok := pt.NextBoundary(startPK); ok {
+				s.boundary, s.boundaryPK = storage.AppendPart(tablePrefix(rec.ID), b), b
+			}
+		}
+		s.dec = decoderPool.Get().(*recordDecoder)
+		defer decoderPool.Put(s.dec)
 		s.rec.init()
 		for _, r := range p.plan.Ranges {
 			lower, upper := rangeBounds(rec.ID, r)
@@ -379,27 +400,37 @@ func (t *Table) page(ctx context.Context, p *preparedQuery, from Continuation) (
 
 // scanner fills one page.
 type scanner struct {
-	p     *preparedQuery
-	tx    *storage.Txn
-	page  *Page
-	clock func() time.Time
-	began time.Time
-	dec   *recordDecoder
-	rec   scanRecord
-	full  bool // the page holds Top entities; the next key seen becomes the token
+	p       *preparedQuery
+	tx      *storage.Txn
+	page    *Page
+	clock   func() time.Time
+	began   time.Time
+	service *partition.Account
+	// boundary is the first key of the next range partition, whose low PartitionKey is
+	// boundaryPK, when pages end at range boundaries (Options.BoundaryContinuations); nil
+	// otherwise. A page that ends there may be empty: it still moves forward, because the
+	// boundary lies beyond where the page started.
+	boundary   []byte
+	boundaryPK string
+	dec        *recordDecoder
+	rec        scanRecord
+	full       bool // the page holds Top entities; the next key seen becomes the token
 }
 
 // scan examines [lower, upper) and reports whether the page is done.
 func (s *scanner) scan(ctx context.Context, lower, upper []byte) (bool, error) {
-	if s.dec == nil {
-		s.dec = decoderPool.Get().(*recordDecoder)
-		defer func() { decoderPool.Put(s.dec); s.dec = nil }()
-	}
 	it := s.tx.Scan(lower, upper)
 	defer it.Close()
 	for it.Next() {
 		key := it.Key()
-		if s.full || (s.page.Plan.Scanned > 0 && s.expired()) {
+		if s.boundary != nil && bytes.Compare(key, s.boundary) >= 0 {
+			// The range partition ends here. Like the service, name the next range's
+			// start rather than the next entity: if that range is empty, the next page is
+			// an empty page with a token.
+			s.page.Continuation = Continuation{NextPartitionKey: encodeToken(s.boundaryPK), NextRowKey: encodeToken("")}
+			return true, nil
+		}
+		if s.mustStop(key) {
 			return true, s.stopAt(key)
 		}
 		if err := ctx.Err(); err != nil {
@@ -426,6 +457,16 @@ func (s *scanner) scan(ctx context.Context, lower, upper []byte) (bool, error) {
 		s.full = len(s.page.Entities) == s.p.top
 	}
 	return false, nil
+}
+
+// mustStop reports whether the page ends before examining key: it is full, or (once the page
+// has made progress) the budget is spent or fault injection forces a continuation.
+func (s *scanner) mustStop(key []byte) bool {
+	if s.full {
+		return true
+	}
+	n := s.page.Plan.Scanned
+	return n > 0 && (s.service.MustEndPage(n) || s.expired())
 }
 
 // expired reports whether the page has used up its execution budget.

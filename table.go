@@ -3,6 +3,7 @@ package tabula
 import (
 	"context"
 
+	"github.com/tabuladb/tabula/partition"
 	"github.com/tabuladb/tabula/storage"
 )
 
@@ -17,6 +18,29 @@ type Table struct {
 	db   *DB
 	name string
 }
+
+// SplitRangePartition makes a range partition start at partitionKey in the simulated
+// service, as its load balancer would, and reports whether it did (false when one already
+// starts there). It is Tabula's own tool, the service cannot be told to split: tests use it
+// to put a range boundary where they want one, for instance to exercise a client's
+// continuation handling with Options.BoundaryContinuations.
+func (t *Table) SplitRangePartition(ctx context.Context, partitionKey string) (bool, error) {
+	var split bool
+	err := t.db.view(ctx, func(tx *storage.Txn) error {
+		rec, err := lookupTable(tx, t.name)
+		if err == nil {
+			split = t.db.serviceTable(rec).SplitAt(partitionKey)
+		}
+		return err
+	})
+	return split, err
+}
+
+// serviceTable returns a table's state in the simulated service, under the name the table
+// was created with (one spelling per table, as the service's names are case-insensitive).
+// It is looked up per operation rather than kept, so that a table deleted and created
+// again starts afresh.
+func (db *DB) serviceTable(rec tableRecord) *partition.Table { return db.service.Table(rec.Name) }
 
 // Name returns the name the handle was made with.
 func (t *Table) Name() string { return t.name }
@@ -67,10 +91,14 @@ func (t *Table) Get(ctx context.Context, partitionKey, rowKey string, selected .
 		}
 	}
 	err := t.db.view(ctx, func(tx *storage.Txn) error {
-		key, err := t.entityKey(tx, partitionKey, rowKey)
+		rec, err := lookupTable(tx, t.name)
 		if err != nil {
 			return err
 		}
+		if err := admit(t.db.serviceTable(rec).Admit(partitionKey, partition.KindGet, 1), "get"); err != nil {
+			return err
+		}
+		key := entityKey(rec.ID, partitionKey, rowKey)
 		found, err := tx.Get(key, func(v []byte) error {
 			d := decoderPool.Get().(*recordDecoder)
 			defer decoderPool.Put(d)
@@ -123,54 +151,82 @@ func (t *Table) applyOne(ctx context.Context, a Action) (int64, error) {
 	if err := a.validate(); err != nil {
 		return 0, err
 	}
-	var ticks int64
+	var (
+		out applied
+		pt  *partition.Table
+	)
 	err := t.db.update(ctx, func(tx *storage.Txn) error {
 		rec, err := lookupTable(tx, t.name)
 		if err != nil {
 			return err
 		}
-		ticks, err = t.db.apply(tx, rec.ID, &a)
+		// Admitted once, though a conflict may run this closure again: the service
+		// counts one operation.
+		if pt == nil {
+			pt = t.db.serviceTable(rec)
+			if err := admit(pt.Admit(a.Entity.PartitionKey, a.kind(), 1), a.Kind.String()); err != nil {
+				return err
+			}
+		}
+		out, err = t.db.apply(tx, rec.ID, &a)
 		return err
 	})
-	return ticks, err
+	if err != nil {
+		return 0, err
+	}
+	pt.RecordWrite(a.Entity.PartitionKey, out.entities, out.bytes)
+	return out.ticks, nil
 }
 
-// apply performs one validated action on the entities of table id inside tx and returns the
-// Timestamp it wrote (0 for a Delete). It is the one place that gives Insert, Update, Upsert
-// and Delete their meaning, for single operations and transactions alike.
-func (db *DB) apply(tx *storage.Txn, id uint64, a *Action) (int64, error) {
+// applied is what an action did: the Timestamp it wrote (0 for a Delete) and the change in
+// stored entities and bytes, for the range partitions' statistics.
+type applied struct {
+	ticks           int64
+	entities, bytes int64
+}
+
+// apply performs one validated action on the entities of table id inside tx and reports what
+// it did. It is the one place that gives Insert, Update, Upsert and Delete their meaning, for
+// single operations and transactions alike.
+func (db *DB) apply(tx *storage.Txn, id uint64, a *Action) (applied, error) {
 	e := &a.Entity
 	key := entityKey(id, e.PartitionKey, e.RowKey)
 	props := e.Properties
+	var (
+		found   bool
+		oldSize int64 // bytes stored for the entity before, key included
+		err     error
+	)
 	switch a.Kind {
 	case ActionInsert:
-		found, err := tx.Get(key, nil)
-		if err != nil {
-			return 0, err
+		if found, err = tx.Get(key, nil); err != nil {
+			return applied{}, err
 		}
 		if found {
-			return 0, ErrEntityAlreadyExists.with("entity (%q, %q) already exists", e.PartitionKey, e.RowKey)
+			return applied{}, ErrEntityAlreadyExists.with("entity (%q, %q) already exists", e.PartitionKey, e.RowKey)
 		}
 	case ActionDelete:
 		var ticks int64
-		found, err := tx.Get(key, func(v []byte) (derr error) {
+		found, err = tx.Get(key, func(v []byte) (derr error) {
+			oldSize = int64(len(key) + len(v))
 			ticks, derr = recordTicks(v)
 			return derr
 		})
 		if err != nil {
-			return 0, err
+			return applied{}, err
 		}
 		if err := checkIfMatch(found, ticks, e, a.IfMatch); err != nil {
-			return 0, err
+			return applied{}, err
 		}
-		return 0, tx.Delete(key)
+		return applied{entities: -1, bytes: -oldSize}, tx.Delete(key)
 	default: // ActionUpdate, ActionUpsert
 		var oldTicks int64
 		var old Properties
 		if a.Mode == Merge {
 			old = Properties{} // only a Merge needs the stored properties
 		}
-		found, err := tx.Get(key, func(v []byte) error {
+		found, err = tx.Get(key, func(v []byte) error {
+			oldSize = int64(len(key) + len(v))
 			d := decoderPool.Get().(*recordDecoder)
 			defer decoderPool.Put(d)
 			var derr error
@@ -178,11 +234,11 @@ func (db *DB) apply(tx *storage.Txn, id uint64, a *Action) (int64, error) {
 			return derr
 		})
 		if err != nil {
-			return 0, err
+			return applied{}, err
 		}
 		if a.Kind == ActionUpdate {
 			if err := checkIfMatch(found, oldTicks, e, a.IfMatch); err != nil {
-				return 0, err
+				return applied{}, err
 			}
 		}
 		if a.Mode == Merge && found {
@@ -195,16 +251,21 @@ func (db *DB) apply(tx *storage.Txn, id uint64, a *Action) (int64, error) {
 			// The merged entity may break a limit that neither part broke alone.
 			merged := Entity{PartitionKey: e.PartitionKey, RowKey: e.RowKey, Properties: props}
 			if err := validateEntity(&merged); err != nil {
-				return 0, err
+				return applied{}, err
 			}
 		}
 	}
 	ticks, err := db.stamp()
 	if err != nil {
-		return 0, err
+		return applied{}, err
 	}
 	size := EntitySize(&Entity{PartitionKey: e.PartitionKey, RowKey: e.RowKey, Properties: props})
-	return ticks, tx.Set(key, encodeRecord(ticks, props, size))
+	record := encodeRecord(ticks, props, size)
+	out := applied{ticks: ticks, bytes: int64(len(key)+len(record)) - oldSize}
+	if !found {
+		out.entities = 1
+	}
+	return out, tx.Set(key, record)
 }
 
 // checkIfMatch applies an If-Match condition to the stored version of e: the entity must

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tabuladb/tabula/partition"
 	"github.com/tabuladb/tabula/storage"
 )
 
@@ -82,6 +83,24 @@ func UpsertAction(e Entity, mode UpdateMode) Action {
 // DeleteAction returns an action that deletes an entity if it matches ifMatch.
 func DeleteAction(partitionKey, rowKey string, ifMatch ETag) Action {
 	return Action{Kind: ActionDelete, Entity: Entity{PartitionKey: partitionKey, RowKey: rowKey}, IfMatch: ifMatch}
+}
+
+// kind is the operation the action is, as the simulated service counts operations.
+func (a *Action) kind() partition.Kind {
+	switch {
+	case a.Kind == ActionInsert:
+		return partition.KindInsert
+	case a.Kind == ActionDelete:
+		return partition.KindDelete
+	case a.Kind == ActionUpdate && a.Mode == Merge:
+		return partition.KindMerge
+	case a.Kind == ActionUpdate:
+		return partition.KindReplace
+	case a.Mode == Merge:
+		return partition.KindInsertOrMerge
+	default:
+		return partition.KindInsertOrReplace
+	}
 }
 
 // validate applies the service's input rules to one action, before any storage work.
@@ -181,27 +200,43 @@ func (t *Table) SubmitTransaction(ctx context.Context, actions []Action) ([]Acti
 		return nil, err
 	}
 	results := make([]ActionResult, len(actions))
+	done := make([]applied, len(actions))
+	pk := actions[0].Entity.PartitionKey
+	var pt *partition.Table
 	err := t.db.update(ctx, func(tx *storage.Txn) error {
 		rec, err := lookupTable(tx, t.name)
 		if err != nil {
 			return actionError(0, err)
 		}
+		// A transaction of N actions counts N entities, once however often this runs.
+		if pt == nil {
+			pt = t.db.serviceTable(rec)
+			if err := admit(pt.Admit(pk, partition.KindBatch, len(actions)), "transaction"); err != nil {
+				return err
+			}
+		}
 		for i := range actions {
-			ticks, err := t.db.apply(tx, rec.ID, &actions[i])
+			out, err := t.db.apply(tx, rec.ID, &actions[i])
 			if err != nil {
 				return actionError(i, err)
 			}
 			var r ActionResult // zero for a Delete; set on every run, as fn may run again
 			if actions[i].Kind != ActionDelete {
-				r = ActionResult{ETag: etagOf(ticks), Timestamp: timeOfTicks(ticks)}
+				r = ActionResult{ETag: etagOf(out.ticks), Timestamp: timeOfTicks(out.ticks)}
 			}
-			results[i] = r
+			results[i], done[i] = r, out
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
+	var entities, bytes int64
+	for _, out := range done {
+		entities += out.entities
+		bytes += out.bytes
+	}
+	pt.RecordWrite(pk, entities, bytes)
 	return results, nil
 }
 
