@@ -160,7 +160,7 @@ func (db *DB) Close() error {
 // that true across restarts, a bound a little ahead of the Timestamps handed out is persisted
 // before they are used, and the clock resumes above it; with a real clock that costs one tiny
 // write every reserveAhead.
-const reserveAhead = 10 * ticksPerSecond
+const reserveAhead = int64(10 * time.Second / 100) // in ticks
 
 // stamp returns the next Timestamp, in ticks.
 func (db *DB) stamp() (int64, error) {

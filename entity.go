@@ -10,6 +10,8 @@ import (
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/tabuladb/tabula/odata"
 )
 
 // Entity is one row of a table: its two keys, the service-assigned Timestamp and ETag, and up
@@ -99,19 +101,7 @@ func (d DateTime) Time() time.Time { return time.Time(d).UTC() }
 func (d DateTime) String() string { return formatTime(time.Time(d)) }
 
 // String formats the Guid as lower-case 8-4-4-4-12 hex, as the service returns it.
-func (g Guid) String() string {
-	var b [36]byte
-	hex.Encode(b[0:8], g[0:4])
-	b[8] = '-'
-	hex.Encode(b[9:13], g[4:6])
-	b[13] = '-'
-	hex.Encode(b[14:18], g[6:8])
-	b[18] = '-'
-	hex.Encode(b[19:23], g[8:10])
-	b[23] = '-'
-	hex.Encode(b[24:], g[10:])
-	return string(b[:])
-}
+func (g Guid) String() string { return odata.FormatGuid(g) }
 
 // ParseGuid parses the 8-4-4-4-12 hex form, in either case.
 func ParseGuid(s string) (Guid, error) {
@@ -310,18 +300,10 @@ func EntitySize(e *Entity) int {
 }
 
 // Ticks are the service's clock: 100 ns intervals since 0001-01-01T00:00:00Z, as in .NET.
-const (
-	ticksPerSecond     = 10_000_000
-	unixEpochInSeconds = 62_135_596_800 // seconds from 0001-01-01 to 1970-01-01
-)
+// Records store Timestamps and DateTimes as ticks, and filters compare them so.
+func ticksOf(t time.Time) int64 { return odata.TicksFromTime(t) }
 
-func ticksOf(t time.Time) int64 {
-	return (t.Unix()+unixEpochInSeconds)*ticksPerSecond + int64(t.Nanosecond())/100
-}
-
-func timeOfTicks(ticks int64) time.Time {
-	return time.Unix(ticks/ticksPerSecond-unixEpochInSeconds, (ticks%ticksPerSecond)*100).UTC()
-}
+func timeOfTicks(ticks int64) time.Time { return odata.TimeFromTicks(ticks) }
 
 // formatTime writes t as the service does: UTC, up to 7 fraction digits, trailing zeros
 // trimmed, and no fraction at all when it is zero.

@@ -146,7 +146,7 @@ func (v Value) appendLiteral(sb *strings.Builder) {
 		sb.WriteString(formatDouble(v.Float))
 	case Guid:
 		sb.WriteString("guid'")
-		sb.WriteString(formatGuid(v.Guid))
+		sb.WriteString(FormatGuid(v.Guid))
 		sb.WriteByte('\'')
 	case Int32:
 		sb.WriteString(strconv.FormatInt(v.Int, 10))
@@ -176,7 +176,8 @@ func formatDouble(f float64) string {
 	return s
 }
 
-func formatGuid(g [16]byte) string {
+// FormatGuid writes a Guid in its 8-4-4-4-12 lower-case hex form, as the service returns it.
+func FormatGuid(g [16]byte) string {
 	var buf [36]byte
 	hex.Encode(buf[0:8], g[0:4])
 	buf[8] = '-'
