@@ -1,0 +1,318 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/tabuladb/tabula"
+	"github.com/tabuladb/tabula/storage"
+)
+
+// The baseline: raw Badger doing the work of each engine operation with the engine's key
+// encoding and record format, written here from the format's description (ARCHITECTURE.md,
+// record.go) rather than by calling the engine. TestBaselineMatchesEngine checks that the
+// bytes are identical.
+
+// openRaw opens Badger with the options storage.Open uses, so that the baseline pays for
+// the same configuration the engine does.
+func openRaw(dir string, inMemory bool) (*badger.DB, error) {
+	o := badger.DefaultOptions(dir)
+	if inMemory {
+		o = badger.DefaultOptions("").WithInMemory(true)
+	}
+	o = o.WithSyncWrites(false).WithLoggingLevel(badger.WARNING).WithMetricsEnabled(false)
+	if !inMemory {
+		o = o.WithValueThreshold(64 << 10) // storage's valueThreshold
+	}
+	return badger.Open(o)
+}
+
+// iterOptions are the options storage.Txn.Scan iterates with: no value prefetching, and the
+// range's common prefix.
+func iterOptions(prefix []byte) badger.IteratorOptions {
+	o := badger.DefaultIteratorOptions
+	o.PrefetchValues = false
+	o.Prefix = prefix
+	return o
+}
+
+// Record type codes, as persisted by record.go.
+const (
+	codeString   = 1
+	codeBinary   = 2
+	codeBoolean  = 3
+	codeDateTime = 4
+	codeDouble   = 5
+	codeGuid     = 6
+	codeInt32    = 7
+	codeInt64    = 8
+)
+
+const recordVersion = 1
+
+// tablePrefix is 'e' followed by the table's ID, big-endian.
+func tablePrefix(dst []byte, id uint64) []byte {
+	return binary.BigEndian.AppendUint64(append(dst, 'e'), id)
+}
+
+// partitionPrefix is the prefix of every key of one partition, separator included.
+func partitionPrefix(dst []byte, id uint64, pk string) []byte {
+	return storage.AppendSeparator(storage.AppendPart(tablePrefix(dst, id), pk))
+}
+
+// entityKey appends the key of an entity to dst.
+func entityKey(dst []byte, id uint64, pk, rk string) []byte {
+	return storage.AppendPart(partitionPrefix(dst, id, pk), rk)
+}
+
+// splitKey decodes the keys of an entity key.
+func splitKey(key []byte) (pk, rk string, err error) {
+	if len(key) < 9 {
+		return "", "", storage.ErrBadKey
+	}
+	pk, rest, last, err := storage.NextPart(key[9:])
+	if err != nil || last {
+		return "", "", storage.ErrBadKey
+	}
+	rk, _, _, err = storage.NextPart(rest)
+	return pk, rk, err
+}
+
+// ticksOf counts 100 ns ticks since 0001-01-01 UTC, as the engine's Timestamps and
+// DateTimes do.
+func ticksOf(t time.Time) int64 {
+	const unixEpochSeconds = 62_135_596_800
+	return (t.Unix()+unixEpochSeconds)*10_000_000 + int64(t.Nanosecond())/100
+}
+
+// rawClock hands out strictly increasing ticks, as the engine's Timestamp clock does, but
+// for one goroutine and without persisting anything.
+type rawClock struct{ last int64 }
+
+func (c *rawClock) next() int64 {
+	c.last = max(ticksOf(time.Now()), c.last+1)
+	return c.last
+}
+
+// appendWriter lets a msgpack encoder append to a byte slice.
+type appendWriter struct{ b []byte }
+
+func (w *appendWriter) Write(p []byte) (int, error) { w.b = append(w.b, p...); return len(p), nil }
+func (w *appendWriter) WriteByte(c byte) error      { w.b = append(w.b, c); return nil }
+
+// recordWriter encodes records: the version byte, then msgpack of the ticks, the property
+// count and, per property in byte order of names, the name, the type code and the value.
+type recordWriter struct {
+	w     appendWriter
+	enc   *msgpack.Encoder
+	names []string
+}
+
+func newRecordWriter() *recordWriter {
+	rw := &recordWriter{}
+	rw.enc = msgpack.NewEncoder(&rw.w)
+	return rw
+}
+
+// appendRecord appends the record of props written at ticks to dst.
+func (rw *recordWriter) appendRecord(dst []byte, ticks int64, props tabula.Properties) []byte {
+	rw.names = rw.names[:0]
+	for name, v := range props {
+		if v != nil {
+			rw.names = append(rw.names, name)
+		}
+	}
+	sort.Strings(rw.names)
+	rw.w.b = append(dst, recordVersion)
+	e := rw.enc
+	// Appending to a slice cannot fail, so the encoder's errors are not checked.
+	_ = e.EncodeInt(ticks)
+	_ = e.EncodeArrayLen(len(rw.names))
+	for _, name := range rw.names {
+		_ = e.EncodeString(name)
+		switch v := props[name].(type) {
+		case tabula.String:
+			_ = e.EncodeUint8(codeString)
+			_ = e.EncodeString(string(v))
+		case tabula.Binary:
+			_ = e.EncodeUint8(codeBinary)
+			_ = e.EncodeBytes(v)
+		case tabula.Boolean:
+			_ = e.EncodeUint8(codeBoolean)
+			_ = e.EncodeBool(bool(v))
+		case tabula.DateTime:
+			_ = e.EncodeUint8(codeDateTime)
+			_ = e.EncodeInt(ticksOf(time.Time(v)))
+		case tabula.Double:
+			_ = e.EncodeUint8(codeDouble)
+			_ = e.EncodeFloat64(float64(v))
+		case tabula.Guid:
+			_ = e.EncodeUint8(codeGuid)
+			_ = e.EncodeBytes(v[:])
+		case tabula.Int32:
+			_ = e.EncodeUint8(codeInt32)
+			_ = e.EncodeInt(int64(v))
+		case tabula.Int64:
+			_ = e.EncodeUint8(codeInt64)
+			_ = e.EncodeInt(int64(v))
+		}
+	}
+	out := rw.w.b
+	rw.w.b = nil
+	return out
+}
+
+// rawProp is one decoded property: its name, type code and value in the field its type uses.
+type rawProp struct {
+	name  string
+	code  uint8
+	str   string
+	bytes []byte
+	num   int64 // Int32, Int64, DateTime ticks, Boolean (0 or 1)
+	float float64
+}
+
+// rawRecord is a decoded record; its slice is reused from record to record.
+type rawRecord struct {
+	ticks int64
+	props []rawProp
+}
+
+func (r *rawRecord) prop(name string) (*rawProp, bool) {
+	// Records hold properties in byte order of their names.
+	i, ok := slices.BinarySearchFunc(r.props, name, func(p rawProp, n string) int {
+		return cmpString(p.name, n)
+	})
+	if !ok {
+		return nil, false
+	}
+	return &r.props[i], true
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// matches is the hand-written equivalent of the shape's Filter (PayloadFilter: Payload is a
+// String and ge 'z'; MixedFilter: Count is an Int32 and lt 10).
+func (r *rawRecord) matches(s Shape) bool {
+	if s == ShapeMixed {
+		p, ok := r.prop("Count")
+		return ok && p.code == codeInt32 && p.num < 10
+	}
+	p, ok := r.prop("Payload")
+	return ok && p.code == codeString && p.str >= "z"
+}
+
+// recordReader decodes records with one reused msgpack decoder.
+type recordReader struct {
+	r   bytes.Reader
+	dec *msgpack.Decoder
+}
+
+func newRecordReader() *recordReader {
+	rr := &recordReader{}
+	rr.dec = msgpack.NewDecoder(&rr.r)
+	return rr
+}
+
+var errBadRecord = errors.New("bench: malformed record")
+
+// ticks reads only a record's Timestamp.
+func (rr *recordReader) ticks(v []byte) (int64, error) {
+	if len(v) == 0 || v[0] != recordVersion {
+		return 0, errBadRecord
+	}
+	rr.r.Reset(v[1:])
+	rr.dec.Reset(&rr.r)
+	return rr.dec.DecodeInt64()
+}
+
+// decode reads a whole record into rec, copying every value out of v.
+func (rr *recordReader) decode(v []byte, rec *rawRecord) error {
+	ticks, err := rr.ticks(v)
+	if err != nil {
+		return err
+	}
+	d := rr.dec
+	n, err := d.DecodeArrayLen()
+	if err != nil || n < 0 || n > tabula.MaxProperties {
+		return errBadRecord
+	}
+	rec.ticks = ticks
+	rec.props = slices.Grow(rec.props[:0], n)[:n]
+	for i := range rec.props {
+		p := &rec.props[i]
+		if p.name, err = d.DecodeString(); err != nil {
+			return err
+		}
+		if p.code, err = d.DecodeUint8(); err != nil {
+			return err
+		}
+		switch p.code {
+		case codeString:
+			p.str, err = d.DecodeString()
+		case codeBinary, codeGuid:
+			p.bytes, err = d.DecodeBytes()
+		case codeBoolean:
+			var b bool
+			b, err = d.DecodeBool()
+			p.num = 0
+			if b {
+				p.num = 1
+			}
+		case codeDateTime, codeInt32, codeInt64:
+			p.num, err = d.DecodeInt64()
+		case codeDouble:
+			p.float, err = d.DecodeFloat64()
+		default:
+			return fmt.Errorf("bench: unknown type code %d", p.code)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if rr.r.Len() != 0 {
+		return errBadRecord
+	}
+	return nil
+}
+
+// rawEntity is one result of a baseline query: the keys, and the record decoded.
+type rawEntity struct {
+	pk, rk string
+	rec    rawRecord
+}
+
+// errExists is the baseline's EntityAlreadyExists.
+var errExists = errors.New("bench: entity already exists")
+
+// errETag is the baseline's UpdateConditionNotSatisfied.
+var errETag = errors.New("bench: timestamp does not match")
+
+// rawInsert is the work of an insert inside a Badger transaction: the key must be absent,
+// then the record is written.
+func rawInsert(txn *badger.Txn, key, value []byte) error {
+	_, err := txn.Get(key)
+	if err == nil {
+		return errExists
+	}
+	if !errors.Is(err, badger.ErrKeyNotFound) {
+		return err
+	}
+	return txn.Set(key, value)
+}

@@ -1,0 +1,454 @@
+package bench
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/tabuladb/tabula"
+)
+
+// Every core benchmark runs two sub-benchmarks in the same process: engine (Tabula through
+// its public API) and badger (the same logical work on raw Badger, with the engine's keys
+// and records). Each reports entities/s; engine ÷ badger is the ratio BENCHMARKS.md
+// tracks.
+
+var sinkEntity tabula.Entity
+
+// BenchmarkPointGet reads single entities by key, in a random order over the 100,000
+// entities of the read fixture.
+func BenchmarkPointGet(b *testing.B) {
+	fx := sharedFixture(b)
+	b.Run("engine", func(b *testing.B) {
+		b.ReportAllocs()
+		n := 0
+		for b.Loop() {
+			k := fx.keys[n%len(fx.keys)]
+			e, err := fx.spread.Get(ctx, k.pk, k.rk)
+			if err != nil {
+				b.Fatal(err)
+			}
+			sinkEntity = e
+			n++
+		}
+		reportRate(b, n, "entities/s")
+	})
+	b.Run("badger", func(b *testing.B) {
+		// Mirrors Table.Get: a read-only transaction, one Get, and the whole record decoded.
+		b.ReportAllocs()
+		rr := newRecordReader()
+		var (
+			key []byte
+			rec rawRecord
+		)
+		n := 0
+		for b.Loop() {
+			k := fx.keys[n%len(fx.keys)]
+			key = entityKey(key[:0], spreadID, k.pk, k.rk)
+			if err := rawGet(fx.raw, rr, key, &rec); err != nil {
+				b.Fatal(err)
+			}
+			n++
+		}
+		reportRate(b, n, "entities/s")
+	})
+}
+
+// rawGet reads and decodes one record in its own read-only transaction.
+func rawGet(db *badger.DB, rr *recordReader, key []byte, rec *rawRecord) error {
+	return db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(key)
+		if err != nil {
+			return err
+		}
+		return item.Value(func(v []byte) error { return rr.decode(v, rec) })
+	})
+}
+
+// BenchmarkParallelGet is BenchmarkPointGet from GOMAXPROCS goroutines at once.
+func BenchmarkParallelGet(b *testing.B) {
+	fx := sharedFixture(b)
+	b.Run("engine", func(b *testing.B) {
+		b.ReportAllocs()
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			i := rand.IntN(len(fx.keys))
+			for pb.Next() {
+				k := fx.keys[i%len(fx.keys)]
+				if _, err := fx.spread.Get(ctx, k.pk, k.rk); err != nil {
+					b.Error(err)
+					return
+				}
+				i++
+			}
+		})
+		reportRate(b, b.N, "entities/s")
+	})
+	b.Run("badger", func(b *testing.B) {
+		// Mirrors Table.Get from each goroutine, as in BenchmarkPointGet.
+		b.ReportAllocs()
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			rr := newRecordReader()
+			var (
+				key []byte
+				rec rawRecord
+			)
+			i := rand.IntN(len(fx.keys))
+			for pb.Next() {
+				k := fx.keys[i%len(fx.keys)]
+				key = entityKey(key[:0], spreadID, k.pk, k.rk)
+				if err := rawGet(fx.raw, rr, key, &rec); err != nil {
+					b.Error(err)
+					return
+				}
+				i++
+			}
+		})
+		reportRate(b, b.N, "entities/s")
+	})
+}
+
+// BenchmarkInsert inserts single entities, each in its own transaction, appending to one
+// partition as one worker of the seed's case study does.
+func BenchmarkInsert(b *testing.B) {
+	w := NewWorkload(shape, 4)
+	pk, prefix := w.GUID(), w.RowPrefix(1, 1)
+	b.Run("engine", func(b *testing.B) {
+		b.ReportAllocs()
+		t := createTable(b, openEngine(b, b.TempDir()), "Insert")
+		n := 0
+		for b.Loop() {
+			if _, err := t.Insert(ctx, w.Entity(pk, RowKey(prefix, n), n)); err != nil {
+				b.Fatal(err)
+			}
+			n++
+		}
+		reportRate(b, n, "entities/s")
+	})
+	b.Run("badger", func(b *testing.B) {
+		// Mirrors Table.Insert: in one read-write transaction, check that the key is absent,
+		// then write the record with a fresh Timestamp.
+		b.ReportAllocs()
+		db := openBadger(b, b.TempDir())
+		rw := newRecordWriter()
+		var (
+			clock rawClock
+			key   []byte
+			value []byte
+		)
+		n := 0
+		for b.Loop() {
+			key = entityKey(key[:0], spreadID, pk, RowKey(prefix, n))
+			value = rw.appendRecord(value[:0], clock.next(), w.Props(n))
+			if err := db.Update(func(txn *badger.Txn) error { return rawInsert(txn, key, value) }); err != nil {
+				b.Fatal(err)
+			}
+			n++
+		}
+		reportRate(b, n, "entities/s")
+	})
+}
+
+// updateRows is how many entities BenchmarkUpdateIfMatch updates in turn: 100 partitions
+// of 100 rows.
+const updateParts, updateRowsPerPart = 100, 100
+
+func updateLoads(w *Workload) []partitionLoad {
+	var parts []partitionLoad
+	for p := range updateParts {
+		parts = append(parts, partitionLoad{pk: w.GUID(), prefix: w.RowPrefix(1, p+1), to: updateRowsPerPart,
+			base: p * updateRowsPerPart, tableID: spreadID})
+	}
+	return parts
+}
+
+// BenchmarkUpdateIfMatch replaces entities under an If-Match condition holding the ETag of
+// their current version, in a random order over 10,000 entities.
+func BenchmarkUpdateIfMatch(b *testing.B) {
+	w := NewWorkload(shape, 5)
+	parts := updateLoads(w)
+	order := rand.New(rand.NewPCG(5, 5)).Perm(updateParts * updateRowsPerPart)
+	b.Run("engine", func(b *testing.B) {
+		b.ReportAllocs()
+		t := createTable(b, openEngine(b, b.TempDir()), "Update")
+		for i := range parts {
+			parts[i].etags = make([]tabula.ETag, updateRowsPerPart)
+		}
+		loadEngine(b, t, w, parts)
+		n := 0
+		for b.Loop() {
+			j := order[n%len(order)]
+			p, r := &parts[j/updateRowsPerPart], j%updateRowsPerPart
+			etag, err := t.Update(ctx, w.Entity(p.pk, RowKey(p.prefix, r), j+n), tabula.Replace, p.etags[r])
+			if err != nil {
+				b.Fatal(err)
+			}
+			p.etags[r] = etag
+			n++
+		}
+		reportRate(b, n, "entities/s")
+	})
+	b.Run("badger", func(b *testing.B) {
+		// Mirrors Table.Update in Replace mode with an ETag: in one read-write transaction,
+		// read the record, decode its Timestamp, compare it with the expected one, and write
+		// the new record with a fresh Timestamp.
+		b.ReportAllocs()
+		db := openBadger(b, b.TempDir())
+		for i := range parts {
+			parts[i].ticks = make([]int64, updateRowsPerPart)
+		}
+		loadBadger(b, db, w, parts)
+		rw, rr := newRecordWriter(), newRecordReader()
+		var (
+			clock rawClock
+			key   []byte
+			value []byte
+		)
+		n := 0
+		for b.Loop() {
+			j := order[n%len(order)]
+			p, r := &parts[j/updateRowsPerPart], j%updateRowsPerPart
+			key = entityKey(key[:0], spreadID, p.pk, RowKey(p.prefix, r))
+			var ticks int64
+			err := db.Update(func(txn *badger.Txn) error {
+				item, err := txn.Get(key)
+				if err != nil {
+					return err
+				}
+				var old int64
+				if err := item.Value(func(v []byte) (err error) { old, err = rr.ticks(v); return err }); err != nil {
+					return err
+				}
+				if old != p.ticks[r] {
+					return errETag
+				}
+				ticks = clock.next()
+				value = rw.appendRecord(value[:0], ticks, w.Props(j+n))
+				return txn.Set(key, value)
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			p.ticks[r] = ticks
+			n++
+		}
+		reportRate(b, n, "entities/s")
+	})
+}
+
+// BenchmarkBatchInsert inserts entity group transactions of N new entities into one
+// partition, as in the seed's Figures 5 and 6.
+func BenchmarkBatchInsert(b *testing.B) {
+	for _, size := range []int{1, 10, 20, 50, 100} {
+		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) {
+			w := NewWorkload(shape, 6)
+			pk, prefix := w.GUID(), w.RowPrefix(1, 1)
+			b.Run("engine", func(b *testing.B) {
+				b.ReportAllocs()
+				t := createTable(b, openEngine(b, b.TempDir()), "Batch")
+				actions := make([]tabula.Action, size)
+				n := 0
+				for b.Loop() {
+					for i := range actions {
+						actions[i] = tabula.InsertAction(w.Entity(pk, RowKey(prefix, n+i), n+i))
+					}
+					if _, err := t.SubmitTransaction(ctx, actions); err != nil {
+						b.Fatal(err)
+					}
+					n += size
+				}
+				reportRate(b, n, "entities/s")
+			})
+			b.Run("badger", func(b *testing.B) {
+				// Mirrors SubmitTransaction of N inserts: one read-write transaction in which
+				// every key is checked absent and its record written with its own Timestamp.
+				b.ReportAllocs()
+				db := openBadger(b, b.TempDir())
+				rw := newRecordWriter()
+				var (
+					clock rawClock
+					arena []byte // keys and values of one transaction, reused after its commit
+					keys  = make([][]byte, size)
+					vals  = make([][]byte, size)
+				)
+				n := 0
+				for b.Loop() {
+					arena = arena[:0]
+					for i := range size {
+						start := len(arena)
+						arena = entityKey(arena, spreadID, pk, RowKey(prefix, n+i))
+						mid := len(arena)
+						arena = rw.appendRecord(arena, clock.next(), w.Props(n+i))
+						keys[i], vals[i] = arena[start:mid:mid], arena[mid:len(arena):len(arena)]
+					}
+					err := db.Update(func(txn *badger.Txn) error {
+						for i := range size {
+							if err := rawInsert(txn, keys[i], vals[i]); err != nil {
+								return err
+							}
+						}
+						return nil
+					})
+					if err != nil {
+						b.Fatal(err)
+					}
+					n += size
+				}
+				reportRate(b, n, "entities/s")
+			})
+		})
+	}
+}
+
+// partitionFilter selects every entity of one partition.
+func partitionFilter(pk string) string { return "PartitionKey eq '" + pk + "'" }
+
+// BenchmarkPartitionScan reads one 1,000-entity page of a 100,000-entity partition per
+// operation, walking the partition page by page with continuation tokens and starting
+// over at its end.
+func BenchmarkPartitionScan(b *testing.B) {
+	fx := sharedFixture(b)
+	b.Run("engine", func(b *testing.B) {
+		b.ReportAllocs()
+		q := tabula.Query{Filter: partitionFilter(fx.deepPK)}
+		n := 0
+		for b.Loop() {
+			page, err := fx.deep.Query(ctx, q)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(page.Entities) != tabula.MaxEntitiesPerPage {
+				b.Fatalf("page of %d entities", len(page.Entities))
+			}
+			n += len(page.Entities)
+			q.Continuation = page.Continuation
+		}
+		reportRate(b, n, "entities/s")
+	})
+	b.Run("badger", func(b *testing.B) {
+		// Mirrors one query page: in a read-only transaction, seek to the resume key, read
+		// 1,000 keys with their values, decode each key and record into the page, and keep
+		// the next key as the place to resume (the continuation token).
+		b.ReportAllocs()
+		prefix := partitionPrefix(nil, deepID, fx.deepPK)
+		page := make([]rawEntity, tabula.MaxEntitiesPerPage)
+		rr := newRecordReader()
+		resume := prefix
+		n := 0
+		for b.Loop() {
+			var next []byte
+			got, err := rawScan(fx.raw, prefix, resume, page, rr, func(*rawRecord) bool { return true }, &next)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if got != len(page) {
+				b.Fatalf("page of %d entities", got)
+			}
+			n += got
+			resume = next
+			if resume == nil {
+				resume = prefix
+			}
+		}
+		reportRate(b, n, "entities/s")
+	})
+}
+
+// rawScan reads the keys with the given prefix from start on, in one read-only transaction,
+// decoding every record and keeping those that match in page until it is full. It returns
+// how many it kept, and sets *next to the key after the last one examined (nil at the end).
+func rawScan(db *badger.DB, prefix, start []byte, page []rawEntity, rr *recordReader,
+	match func(*rawRecord) bool, next *[]byte) (kept int, err error) {
+	*next = nil
+	var rec rawRecord
+	err = db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(iterOptions(prefix))
+		defer it.Close()
+		for it.Seek(start); it.Valid(); it.Next() {
+			item := it.Item()
+			if kept == len(page) {
+				*next = item.KeyCopy(nil)
+				return nil
+			}
+			dst := &page[kept]
+			rec.props = dst.rec.props
+			if err := item.Value(func(v []byte) error { return rr.decode(v, &rec) }); err != nil {
+				return err
+			}
+			dst.rec.props = rec.props // keep the grown slice for reuse
+			if !match(&rec) {
+				continue
+			}
+			pk, rk, err := splitKey(item.Key())
+			if err != nil {
+				return err
+			}
+			dst.pk, dst.rk, dst.rec = pk, rk, rec
+			kept++
+		}
+		return nil
+	})
+	return kept, err
+}
+
+// BenchmarkFullScanFilter runs a query whose filter names no key over the 100,000 entities
+// of the read fixture, to the last page; the filter (PayloadFilter or MixedFilter) matches
+// 1% of them. entities/s counts the entities scanned.
+func BenchmarkFullScanFilter(b *testing.B) {
+	fx := sharedFixture(b)
+	want := spreadPartitions * spreadRows / 100
+	b.Run("engine", func(b *testing.B) {
+		b.ReportAllocs()
+		n := 0
+		for b.Loop() {
+			q := tabula.Query{Filter: shape.Filter()}
+			matched, scanned := 0, 0
+			for {
+				page, err := fx.spread.Query(ctx, q)
+				if err != nil {
+					b.Fatal(err)
+				}
+				matched += len(page.Entities)
+				scanned += page.Plan.Scanned
+				if page.Continuation.IsZero() {
+					break
+				}
+				q.Continuation = page.Continuation
+			}
+			if matched != want || scanned != spreadPartitions*spreadRows {
+				b.Fatalf("matched %d of %d scanned, want %d of %d", matched, scanned, want, spreadPartitions*spreadRows)
+			}
+			n += scanned
+		}
+		reportRate(b, n, "entities/s")
+	})
+	b.Run("badger", func(b *testing.B) {
+		// Mirrors the full scan: iterate every key of the table with its value in pages of
+		// up to 1,000 matches, decode each record, evaluate the filter written by hand, and
+		// decode the keys of the matches into the page.
+		b.ReportAllocs()
+		prefix := tablePrefix(nil, spreadID)
+		page := make([]rawEntity, tabula.MaxEntitiesPerPage)
+		rr := newRecordReader()
+		match := func(r *rawRecord) bool { return r.matches(shape) }
+		n := 0
+		for b.Loop() {
+			matched := 0
+			for start := prefix; start != nil; {
+				got, err := rawScan(fx.raw, prefix, start, page, rr, match, &start)
+				if err != nil {
+					b.Fatal(err)
+				}
+				matched += got
+			}
+			if matched != want {
+				b.Fatalf("matched %d, want %d", matched, want)
+			}
+			n += spreadPartitions * spreadRows
+		}
+		reportRate(b, n, "entities/s")
+	})
+}
