@@ -92,37 +92,42 @@ func compareEntityKeys(a, b Entity) int {
 	return cmp.Or(compareUTF16(a.PartitionKey, b.PartitionKey), compareUTF16(a.RowKey, b.RowKey))
 }
 
-// dumpTable reads every entity of a table in key order straight from storage, for tests
-// that must not depend on the query engine.
-func dumpTable(t *testing.T, tbl *Table) []Entity {
-	t.Helper()
-	var out []Entity
-	err := tbl.db.view(context.Background(), func(tx *storage.Txn) error {
+// eachStored calls fn with every stored key and value of a table, in key order, from one
+// snapshot, straight from storage: for tests that must not depend on the query engine.
+func eachStored(tbl *Table, fn func(key, value []byte) error) error {
+	return tbl.db.view(context.Background(), func(tx *storage.Txn) error {
 		rec, err := lookupTable(tx, tbl.name)
 		if err != nil {
 			return err
 		}
 		it := tx.Scan(tableBounds(rec.ID))
 		defer it.Close()
-		d := newRecordDecoder()
 		for it.Next() {
-			pk, rk, err := decodeEntityKey(it.Key())
-			if err != nil {
+			key := it.Key()
+			if err := it.Value(func(v []byte) error { return fn(key, v) }); err != nil {
 				return err
 			}
-			e := Entity{PartitionKey: pk, RowKey: rk, Properties: Properties{}}
-			if err := it.Value(func(v []byte) error {
-				ticks, err := d.decode(v, nil, e.Properties)
-				e.Timestamp, e.ETag = timeOfTicks(ticks), etagOf(ticks)
-				return err
-			}); err != nil {
-				return err
-			}
-			out = append(out, e)
 		}
 		return nil
 	})
-	require.NoError(t, err)
+}
+
+// dumpTable reads every entity of a table in key order.
+func dumpTable(t *testing.T, tbl *Table) []Entity {
+	t.Helper()
+	var out []Entity
+	d := newRecordDecoder()
+	require.NoError(t, eachStored(tbl, func(key, value []byte) error {
+		pk, rk, err := decodeEntityKey(key)
+		if err != nil {
+			return err
+		}
+		e := Entity{PartitionKey: pk, RowKey: rk, Properties: Properties{}}
+		ticks, err := d.decode(value, nil, e.Properties)
+		e.Timestamp, e.ETag = timeOfTicks(ticks), etagOf(ticks)
+		out = append(out, e)
+		return err
+	}))
 	return out
 }
 
@@ -130,21 +135,9 @@ func dumpTable(t *testing.T, tbl *Table) []Entity {
 func rawTable(t *testing.T, tbl *Table) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	err := tbl.db.view(context.Background(), func(tx *storage.Txn) error {
-		rec, err := lookupTable(tx, tbl.name)
-		if err != nil {
-			return err
-		}
-		it := tx.Scan(tableBounds(rec.ID))
-		defer it.Close()
-		for it.Next() {
-			k := string(it.Key())
-			if err := it.Value(func(v []byte) error { out[k] = string(v); return nil }); err != nil {
-				return err
-			}
-		}
+	require.NoError(t, eachStored(tbl, func(key, value []byte) error {
+		out[string(key)] = string(value)
 		return nil
-	})
-	require.NoError(t, err)
+	}))
 	return out
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tabuladb/tabula/storage"
 )
 
 // requireTxnError asserts that err is a *TransactionError at index with the code and status,
@@ -426,22 +425,14 @@ func TestTransactionBank(t *testing.T) {
 	require.NoError(t, err)
 
 	sum := func() (total int64, n int, err error) {
-		err = tbl.db.view(ctx, func(tx *storage.Txn) error {
-			rec, err := lookupTable(tx, tbl.name)
-			if err != nil {
+		d := newRecordDecoder()
+		err = eachStored(tbl, func(_, value []byte) error {
+			props := Properties{}
+			if _, err := d.decode(value, nil, props); err != nil {
 				return err
 			}
-			it := tx.Scan(tableBounds(rec.ID))
-			defer it.Close()
-			d := newRecordDecoder()
-			for it.Next() {
-				props := Properties{}
-				if err := it.Value(func(v []byte) error { _, err := d.decode(v, nil, props); return err }); err != nil {
-					return err
-				}
-				total += int64(props["Balance"].(Int64))
-				n++
-			}
+			total += int64(props["Balance"].(Int64))
+			n++
 			return nil
 		})
 		return total, n, err
