@@ -316,3 +316,31 @@ func TestFullScanMemoryIsBounded(t *testing.T) {
 	// The table is ~50 MB as entities; a page of 1,000 is ~0.5 MB. Allow GC slack.
 	assert.Less(t, int64(peak)-int64(before), int64(32<<20), "heap grew from %d to %d", before, peak)
 }
+
+// A continuation token is a key position, so it resumes a query after the DB is closed and
+// reopened.
+func TestContinuationSurvivesRestart(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	db, err := Open(dir, nil)
+	require.NoError(t, err)
+	tbl := createTable(t, db, "Restart")
+	for i := range 10 {
+		_, err := tbl.Insert(ctx, Entity{PartitionKey: fmt.Sprintf("p%d", i%3), RowKey: fmt.Sprint(i)})
+		require.NoError(t, err)
+	}
+	page, err := tbl.Query(ctx, Query{Top: 4})
+	require.NoError(t, err)
+	require.Len(t, page.Entities, 4)
+	require.NoError(t, db.Close())
+
+	db, err = Open(dir, nil)
+	require.NoError(t, err)
+	defer db.Close()
+	var rest []string
+	for e, err := range db.Table("Restart").QueryAll(ctx, Query{Continuation: page.Continuation}) {
+		require.NoError(t, err)
+		rest = append(rest, e.PartitionKey+"/"+e.RowKey)
+	}
+	assert.Equal(t, []string{"p1/1", "p1/4", "p1/7", "p2/2", "p2/5", "p2/8"}, rest)
+}
