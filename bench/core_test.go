@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -340,7 +341,7 @@ func BenchmarkPartitionScan(b *testing.B) {
 		n := 0
 		for b.Loop() {
 			var next []byte
-			got, err := rawScan(fx.raw, prefix, resume, page, rr, func(*rawRecord) bool { return true }, &next)
+			_, got, err := rawScan(fx.raw, prefix, resume, nil, page, rr, nil, &next)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -357,11 +358,12 @@ func BenchmarkPartitionScan(b *testing.B) {
 	})
 }
 
-// rawScan reads the keys with the given prefix from start on, in one read-only transaction,
-// decoding every record and keeping those that match in page until it is full. It returns
-// how many it kept, and sets *next to the key after the last one examined (nil at the end).
-func rawScan(db *badger.DB, prefix, start []byte, page []rawEntity, rr *recordReader,
-	match func(*rawRecord) bool, next *[]byte) (kept int, err error) {
+// rawScan reads the keys in [start, upper) that have the given prefix (a nil upper means
+// the prefix's end), in one read-only transaction, decoding every record and keeping those
+// that match in page until it is full. It returns how many keys it examined and kept, and
+// sets *next to the key after the last one examined (nil when the range is exhausted).
+func rawScan(db *badger.DB, prefix, start, upper []byte, page []rawEntity, rr *recordReader,
+	match func(key []byte, rec *rawRecord) bool, next *[]byte) (scanned, kept int, err error) {
 	*next = nil
 	var rec rawRecord
 	err = db.View(func(txn *badger.Txn) error {
@@ -369,17 +371,21 @@ func rawScan(db *badger.DB, prefix, start []byte, page []rawEntity, rr *recordRe
 		defer it.Close()
 		for it.Seek(start); it.Valid(); it.Next() {
 			item := it.Item()
+			if upper != nil && bytes.Compare(item.Key(), upper) >= 0 {
+				return nil
+			}
 			if kept == len(page) {
 				*next = item.KeyCopy(nil)
 				return nil
 			}
+			scanned++
 			dst := &page[kept]
 			rec.props = dst.rec.props
 			if err := item.Value(func(v []byte) error { return rr.decode(v, &rec) }); err != nil {
 				return err
 			}
 			dst.rec.props = rec.props // keep the grown slice for reuse
-			if !match(&rec) {
+			if match != nil && !match(item.Key(), &rec) {
 				continue
 			}
 			pk, rk, err := splitKey(item.Key())
@@ -391,7 +397,7 @@ func rawScan(db *badger.DB, prefix, start []byte, page []rawEntity, rr *recordRe
 		}
 		return nil
 	})
-	return kept, err
+	return scanned, kept, err
 }
 
 // BenchmarkFullScanFilter runs a query whose filter names no key over the 100,000 entities
@@ -433,12 +439,12 @@ func BenchmarkFullScanFilter(b *testing.B) {
 		prefix := tablePrefix(nil, spreadID)
 		page := make([]rawEntity, tabula.MaxEntitiesPerPage)
 		rr := newRecordReader()
-		match := func(r *rawRecord) bool { return r.matches(shape) }
+		match := func(_ []byte, r *rawRecord) bool { return r.matches(shape) }
 		n := 0
 		for b.Loop() {
 			matched := 0
 			for start := prefix; start != nil; {
-				got, err := rawScan(fx.raw, prefix, start, page, rr, match, &start)
+				_, got, err := rawScan(fx.raw, prefix, start, nil, page, rr, match, &start)
 				if err != nil {
 					b.Fatal(err)
 				}
