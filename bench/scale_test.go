@@ -1,0 +1,172 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tabuladb/tabula"
+)
+
+// scaleSizes are the table sizes BenchmarkScale measures, in entities.
+var scaleSizes = []int{10_000, 100_000, 1_000_000, 10_000_000}
+
+// scaleRows is the size of every partition of the scale table: a partition query returns
+// 100 entities whatever the table's size.
+const scaleRows = 100
+
+// scaleLimit reads TABULA_SCALE: unset (or 0) skips the scale benchmark, "1" runs every
+// size, and a larger number runs the sizes up to it (TABULA_SCALE=1000000 stops at 1M).
+func scaleLimit(b *testing.B) int {
+	s := os.Getenv("TABULA_SCALE")
+	if s == "" || s == "0" {
+		b.Skip("set TABULA_SCALE=1 (every size) or TABULA_SCALE=<entities> to run the scale benchmark")
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		b.Fatalf("TABULA_SCALE=%q: want 1 or a number of entities", s)
+	}
+	if n == 1 {
+		return scaleSizes[len(scaleSizes)-1]
+	}
+	return n
+}
+
+// BenchmarkScale grows one table on disk through 10k, 100k, 1M and 10M entities (GUID
+// partitions of 100 rows, loaded in transactions of 100) and at each size measures a point
+// get and a whole-partition query of 100 rows, at random keys; each reports the process's
+// peak RSS (VmHWM) and the database's size on disk. Loading is not timed; its rate is
+// reported as load-entities/s on PointGet. The cost per operation should stay nearly flat
+// and the RSS bounded.
+func BenchmarkScale(b *testing.B) {
+	limit := scaleLimit(b)
+	dir := b.TempDir()
+	db := openScaleDB(b, dir)
+	t := createTable(b, db, "Scale")
+	w := NewWorkload(shape, 12)
+	var pks, prefixes []string
+	for _, size := range scaleSizes {
+		if size > limit {
+			break
+		}
+		b.Run(fmt.Sprintf("entities=%d", size), func(b *testing.B) {
+			var parts []partitionLoad
+			for p := len(pks); p < size/scaleRows; p++ {
+				pks, prefixes = append(pks, w.GUID()), append(prefixes, w.RowPrefix(p/1000, p%1000))
+				parts = append(parts, partitionLoad{pk: pks[p], prefix: prefixes[p], to: scaleRows, base: p * scaleRows})
+			}
+			began := time.Now()
+			loadEngine(b, t, w, parts)
+			loadRate := float64(len(parts)*scaleRows) / time.Since(began).Seconds()
+			rng := rand.New(rand.NewPCG(uint64(size), 1))
+			b.Run("PointGet", func(b *testing.B) {
+				b.ReportAllocs()
+				n := 0
+				for b.Loop() {
+					p := rng.IntN(len(pks))
+					if _, err := t.Get(ctx, pks[p], RowKey(prefixes[p], rng.IntN(scaleRows))); err != nil {
+						b.Fatal(err)
+					}
+					n++
+				}
+				reportRate(b, n, "entities/s")
+				reportFootprint(b, dir)
+				b.ReportMetric(loadRate, "load-entities/s")
+			})
+			b.Run("PartitionQuery", func(b *testing.B) {
+				b.ReportAllocs()
+				n := 0
+				for b.Loop() {
+					p := rng.IntN(len(pks))
+					page, err := t.Query(ctx, tabula.Query{Filter: partitionFilter(pks[p])})
+					if err != nil {
+						b.Fatal(err)
+					}
+					if len(page.Entities) != scaleRows || !page.Continuation.IsZero() {
+						b.Fatalf("partition query returned %d entities", len(page.Entities))
+					}
+					n += len(page.Entities)
+				}
+				reportRate(b, n, "entities/s")
+				reportFootprint(b, dir)
+			})
+		})
+	}
+}
+
+// openScaleDB opens the scale database on disk whatever TABULA_BENCH_STORE says: 10M
+// entities of 1 KiB do not belong in memory.
+func openScaleDB(b *testing.B, dir string) *tabula.DB {
+	db, err := tabula.Open(dir, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if err := db.Close(); err != nil {
+			b.Error(err)
+		}
+	})
+	return db
+}
+
+// reportFootprint reports the process's peak and current resident set and the disk space
+// dir takes (allocated blocks: Badger's files are sparse, their apparent sizes larger).
+func reportFootprint(b *testing.B, dir string) {
+	if peak, cur, err := residentSet(); err == nil {
+		b.ReportMetric(float64(peak)/(1<<20), "peak-RSS-MB")
+		b.ReportMetric(float64(cur)/(1<<20), "RSS-MB")
+	}
+	var size int64
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if info, err := d.Info(); err == nil {
+				size += allocated(info)
+			}
+		}
+		return nil
+	})
+	b.ReportMetric(float64(size)/(1<<20), "disk-MB")
+}
+
+// residentSet reads VmHWM (peak) and VmRSS (current) from /proc/self/status, in bytes.
+func residentSet() (peak, cur int64, err error) {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, 0, err
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		name, value, ok := strings.Cut(sc.Text(), ":")
+		if !ok || name != "VmHWM" && name != "VmRSS" {
+			continue
+		}
+		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 10, 64)
+		if err != nil {
+			return 0, 0, err
+		}
+		if name == "VmHWM" {
+			peak = kb << 10
+		} else {
+			cur = kb << 10
+		}
+	}
+	return peak, cur, nil
+}
+
+func TestResidentSet(t *testing.T) {
+	if _, err := os.Stat("/proc/self/status"); err != nil {
+		t.Skip("no /proc")
+	}
+	peak, cur, err := residentSet()
+	if err != nil || peak <= 0 || cur <= 0 || cur > peak {
+		t.Errorf("residentSet = %d, %d, %v", peak, cur, err)
+	}
+}
