@@ -1,0 +1,287 @@
+package server
+
+import (
+	"encoding/base64"
+	"math"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tabuladb/tabula"
+)
+
+// EncodeEntity returns the JSON body an SDK sends for e: the keys, then every non-nil
+// property in name order, each annotated only where the service needs the annotation to
+// know the type (Int64, DateTime, Guid, Binary, and Doubles that are NaN or infinite).
+// Timestamp and ETag are left out, as the service ignores them on input. It lets a test
+// that holds tabula.Entity values hand them to an SDK that takes JSON.
+func EncodeEntity(e tabula.Entity) []byte {
+	b := append([]byte(nil), `{"PartitionKey":`...)
+	b = appendJSONString(b, e.PartitionKey)
+	b = append(b, `,"RowKey":`...)
+	b = appendJSONString(b, e.RowKey)
+	for _, name := range sortedNames(e.Properties, nil) {
+		b = appendProperty(b, true, name, e.Properties[name], levelMinimal)
+	}
+	return append(b, '}')
+}
+
+// DecodeEntity reads an entity as the service sends it in a response (any metadata level,
+// such as an SDK's GetEntity or ListEntities value) or as a client sends it in a request:
+// keys, typed properties by the service's rules, and, when present, odata.etag as the ETag
+// and Timestamp. Properties without an annotation take the type their JSON value implies,
+// as on the service, so read nometadata bodies knowing that Int64 and DateTime values come
+// back as Strings there.
+func DecodeEntity(data []byte) (tabula.Entity, error) {
+	e, err := decodeEntity(data, keysFromResponse)
+	if err != nil {
+		return tabula.Entity{}, err
+	}
+	return e, nil
+}
+
+// sortedNames lists the non-nil properties by name (the engine's stored order) and, with a
+// $select list, also the selected names the entity lacks, which the service answers with
+// null (semantics.md §4.4).
+func sortedNames(props tabula.Properties, selected []string) []string {
+	names := make([]string, 0, len(props)+len(selected))
+	for name, v := range props {
+		if v != nil {
+			names = append(names, name)
+		}
+	}
+	for _, name := range selected {
+		if _, ok := props[name]; !ok && !isSystemName(name) && !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+func isSystemName(name string) bool {
+	return name == "PartitionKey" || name == "RowKey" || name == "Timestamp"
+}
+
+// entityWriter writes entities at one metadata level for one table.
+type entityWriter struct {
+	level   level
+	base    string // scheme://host/account, the root of odata.* links
+	account string
+	table   string
+	// selected is the $select list, nil for every property. The keys and Timestamp are only
+	// written when selected; odata.etag always is.
+	selected []string
+}
+
+func (w *entityWriter) wants(name string) bool {
+	return w.selected == nil || slices.Contains(w.selected, name)
+}
+
+// appendEntity writes one entity object. A single entity (not an element of a feed) starts
+// with odata.metadata.
+func (w *entityWriter) appendEntity(b []byte, e *tabula.Entity, single bool) []byte {
+	b = append(b, '{')
+	first := true
+	field := func(name string) {
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = appendJSONString(b, name)
+		b = append(b, ':')
+	}
+	if single && w.level != levelNone {
+		field("odata.metadata")
+		meta := w.base + "/$metadata#" + w.table + "/@Element"
+		if w.selected != nil {
+			meta += "&$select=" + strings.Join(w.selected, ",")
+		}
+		b = appendJSONString(b, meta)
+	}
+	if w.level == levelFull {
+		link := w.table + keyPredicate(e.PartitionKey, e.RowKey)
+		field("odata.type")
+		b = appendJSONString(b, w.account+"."+w.table)
+		field("odata.id")
+		b = appendJSONString(b, w.base+"/"+link)
+		field("odata.etag")
+		b = appendJSONString(b, string(e.ETag))
+		field("odata.editLink")
+		b = appendJSONString(b, link)
+	} else if w.level == levelMinimal {
+		field("odata.etag")
+		b = appendJSONString(b, string(e.ETag))
+	}
+	if w.wants("PartitionKey") {
+		field("PartitionKey")
+		b = appendJSONString(b, e.PartitionKey)
+	}
+	if w.wants("RowKey") {
+		field("RowKey")
+		b = appendJSONString(b, e.RowKey)
+	}
+	if w.wants("Timestamp") {
+		if w.level == levelFull {
+			field("Timestamp@odata.type")
+			b = appendJSONString(b, string(tabula.EdmDateTime))
+		}
+		field("Timestamp")
+		b = appendJSONString(b, tabula.DateTime(e.Timestamp).String())
+	}
+	for _, name := range sortedNames(e.Properties, w.selected) {
+		b = appendProperty(b, !first, name, e.Properties[name], w.level)
+		first = false
+	}
+	return append(b, '}')
+}
+
+// appendProperty writes one property (a nil value as null, for a selected absent property),
+// preceded by its type annotation where the level calls for one: minimal metadata
+// annotates only the types JSON cannot carry (Int64, DateTime, Guid, Binary, non-finite
+// Doubles), written before the value; full metadata annotates every non-String property;
+// nometadata none.
+func appendProperty(b []byte, comma bool, name string, v tabula.Property, l level) []byte {
+	if comma {
+		b = append(b, ',')
+	}
+	if v != nil && l != levelNone && needsAnnotation(v, l) {
+		b = appendJSONString(b, name+annotationSuffix)
+		b = append(b, ':')
+		b = appendJSONString(b, string(v.EdmType()))
+		b = append(b, ',')
+	}
+	b = appendJSONString(b, name)
+	b = append(b, ':')
+	return appendValue(b, v)
+}
+
+func needsAnnotation(v tabula.Property, l level) bool {
+	switch v := v.(type) {
+	case tabula.String:
+		return false
+	case tabula.Int64, tabula.DateTime, tabula.Guid, tabula.Binary:
+		return true
+	case tabula.Double:
+		return l == levelFull || math.IsNaN(float64(v)) || math.IsInf(float64(v), 0)
+	}
+	return l == levelFull // Int32, Boolean
+}
+
+func appendValue(b []byte, v tabula.Property) []byte {
+	switch v := v.(type) {
+	case nil:
+		return append(b, "null"...)
+	case tabula.String:
+		return appendJSONString(b, string(v))
+	case tabula.Int32:
+		return strconv.AppendInt(b, int64(v), 10)
+	case tabula.Int64:
+		b = append(b, '"')
+		b = strconv.AppendInt(b, int64(v), 10)
+		return append(b, '"')
+	case tabula.Double:
+		f := float64(v)
+		switch {
+		case math.IsNaN(f):
+			return append(b, `"NaN"`...)
+		case math.IsInf(f, 1):
+			return append(b, `"Infinity"`...)
+		case math.IsInf(f, -1):
+			return append(b, `"-Infinity"`...)
+		}
+		return appendDouble(b, f)
+	case tabula.Boolean:
+		return strconv.AppendBool(b, bool(v))
+	case tabula.DateTime:
+		return appendJSONString(b, v.String())
+	case tabula.Guid:
+		return appendJSONString(b, v.String())
+	case tabula.Binary:
+		b = append(b, '"')
+		b = base64.StdEncoding.AppendEncode(b, v)
+		return append(b, '"')
+	}
+	return append(b, "null"...)
+}
+
+// appendDouble writes a finite Double as the service's .NET writer does: the shortest text
+// that reads back to the same value, in fixed notation for decimal exponents from -5 to 14
+// and as 1.5E+15 or 1E-05 otherwise, with ".0" added to an integral value so that it reads
+// back as a Double and not an Int32 (semantics.md §1.5).
+func appendDouble(b []byte, f float64) []byte {
+	var scratch [32]byte
+	sci := strconv.AppendFloat(scratch[:0], f, 'e', -1, 64)
+	mantissa, exp, _ := strings.Cut(string(sci), "e")
+	e, _ := strconv.Atoi(exp)
+	if f == 0 || (e > -5 && e < 15) {
+		start := len(b)
+		b = strconv.AppendFloat(b, f, 'f', -1, 64)
+		if !slices.Contains(b[start:], '.') {
+			b = append(b, ".0"...)
+		}
+		return b
+	}
+	b = append(b, mantissa...)
+	b = append(b, 'E')
+	if e < 0 {
+		b = append(b, '-')
+		e = -e
+	} else {
+		b = append(b, '+')
+	}
+	if e < 10 {
+		b = append(b, '0')
+	}
+	return strconv.AppendInt(b, int64(e), 10)
+}
+
+// appendJSONString writes s as a JSON string, escaping only what JSON requires.
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		b = append(b, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			b = append(b, '\\', c)
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\r':
+			b = append(b, '\\', 'r')
+		case '\t':
+			b = append(b, '\\', 't')
+		case '\b':
+			b = append(b, '\\', 'b')
+		case '\f':
+			b = append(b, '\\', 'f')
+		default:
+			const hex = "0123456789abcdef"
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+		}
+		start = i + 1
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// keyPredicate is the service's address of an entity within its table:
+// (PartitionKey='…',RowKey='…'), quotes doubled and the keys percent-encoded.
+func keyPredicate(pk, rk string) string {
+	return "(PartitionKey='" + escapeKey(pk) + "',RowKey='" + escapeKey(rk) + "')"
+}
+
+func escapeKey(k string) string {
+	return url.PathEscape(strings.ReplaceAll(k, "'", "''"))
+}
+
+// formatDate is the HTTP Date header, as the service sends it.
+func formatDate(t time.Time) string { return t.UTC().Format(http1123) }
+
+const http1123 = "Mon, 02 Jan 2006 15:04:05 GMT"

@@ -1,0 +1,126 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/tabuladb/tabula"
+)
+
+// The engine's sentinels cover the data model; these are the protocol's own errors, with the
+// service's codes and messages (semantics.md §2.4, and the service's authorization codes as
+// recorded in client issues).
+var (
+	errAuthenticationFailed = svcError("AuthenticationFailed", http.StatusForbidden,
+		"Server failed to authenticate the request. Make sure the value of Authorization header is formed correctly including the signature.")
+	errAuthorizationFailure = svcError("AuthorizationFailure", http.StatusForbidden,
+		"This request is not authorized to perform this operation.")
+	errAuthorizationPermissionMismatch = svcError("AuthorizationPermissionMismatch", http.StatusForbidden,
+		"This request is not authorized to perform this operation using this permission.")
+	errAuthorizationResourceTypeMismatch = svcError("AuthorizationResourceTypeMismatch", http.StatusForbidden,
+		"This request is not authorized to perform this operation using this resource type.")
+	errAuthorizationServiceMismatch = svcError("AuthorizationServiceMismatch", http.StatusForbidden,
+		"This request is not authorized to perform this operation using this service.")
+	errAuthorizationSourceIPMismatch = svcError("AuthorizationSourceIPMismatch", http.StatusForbidden,
+		"This request is not authorized to perform this operation using this source IP.")
+
+	errInvalidURI = svcError("InvalidUri", http.StatusBadRequest,
+		"The requested URI does not represent any resource on the server.")
+	errMethodNotAllowed = svcError("MethodNotAllowed", http.StatusMethodNotAllowed,
+		"The requested method is not allowed on the specified resource.")
+	errXMethodNotUsingPost = svcError("XMethodNotUsingPost", http.StatusBadRequest,
+		"The request uses X-HTTP-Method with a Http Verb that is not POST.")
+	errXMethodIncorrectValue = svcError("XMethodIncorrectValue", http.StatusBadRequest,
+		"The specified X-HTTP-Method is invalid.")
+	errXMethodIncorrectCount = svcError("XMethodIncorrectCount", http.StatusBadRequest,
+		"More than one X-HTTP-Method is specified.")
+	errAtomFormatNotSupported = svcError("AtomFormatNotSupported", http.StatusUnsupportedMediaType,
+		"Atom format is not supported.")
+	errJSONVerboseFormatNotSupported = svcError("JsonVerboseFormatNotSupported", http.StatusUnsupportedMediaType,
+		"Verbose JSON format is not supported.")
+	errMediaTypeNotSupported = svcError("MediaTypeNotSupported", http.StatusUnsupportedMediaType,
+		"None of the provided media types are supported")
+)
+
+// Messages the service gives InvalidInput in particular cases (semantics.md §2.2, §1.5, §1.2).
+const (
+	msgValueNotValid       = "An error occurred while processing this request."
+	msgQuerySyntax         = "Bad Request - Error in query syntax."
+	msgIfMatchMandatory    = "If-Match header is mandatory when deleting an entity."
+	msgBothConditions      = "Both If-Match and If-None-Match HTTP headers cannot be specified at the same time. Please specify either one of the headers or none of them."
+	msgIfNoneMatchFor      = "If-None-Match HTTP header cannot be specified for %s operations."
+	msgETagNotValid        = "The etag value '%s' specified in one of the request headers is not valid. Please make sure only one etag value is specified and is valid."
+	msgOneChangeSet        = "The batch request contains more than one change set; the service supports exactly one."
+	msgQueryInChangeSet    = "A query operation is not permitted within a change set."
+	msgBatchNotMultipart   = "The batch request body is not a multipart/mixed document."
+	msgBatchTableMismatch  = "All commands in a batch must operate on the same table."
+	msgBatchAccountMissing = "The batch sub-request does not address this account."
+)
+
+func svcError(code string, status int, message string) *tabula.Error {
+	return &tabula.Error{Code: code, StatusCode: status, Message: message}
+}
+
+// withDetail copies a sentinel and records what exactly was wrong; the detail goes to the
+// X-Tabula-Error-Detail header, never into the service's message.
+func withDetail(e *tabula.Error, detail string) *tabula.Error {
+	c := *e
+	c.Detail = detail
+	return &c
+}
+
+// withMessage copies a sentinel with the service's message for this occurrence.
+func withMessage(e *tabula.Error, message, detail string) *tabula.Error {
+	c := *e
+	c.Message, c.Detail = message, detail
+	return &c
+}
+
+func invalidInput(message, detail string) *tabula.Error {
+	if message == "" {
+		message = tabula.ErrInvalidInput.Message
+	}
+	return withMessage(tabula.ErrInvalidInput, message, detail)
+}
+
+// serviceError turns whatever an engine call returned into the service's error. The engine
+// already speaks in *tabula.Error; a context error means the client went away or the
+// request ran out of time, and anything else is an internal error.
+func serviceError(err error) *tabula.Error {
+	var te *tabula.Error
+	switch {
+	case errors.As(err, &te):
+		return te
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return withDetail(tabula.ErrOperationTimedOut, err.Error())
+	default:
+		return withDetail(tabula.ErrInternal, err.Error())
+	}
+}
+
+// appendErrorJSON writes the service's error body. The message ends with the request ID and
+// the time with seven fraction digits, as every recorded error does (semantics.md §2.3).
+func appendErrorJSON(b []byte, code, message, requestID string, now time.Time) []byte {
+	b = append(b, `{"odata.error":{"code":`...)
+	b = appendJSONString(b, code)
+	b = append(b, `,"message":{"lang":"en-US","value":`...)
+	b = appendJSONString(b, message+"\nRequestId:"+requestID+"\nTime:"+now.UTC().Format("2006-01-02T15:04:05.0000000Z"))
+	return append(b, "}}}"...)
+}
+
+// detailHeader makes an error's detail safe to send as a header value.
+func detailHeader(detail string) string {
+	detail = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, detail)
+	if len(detail) > 1024 {
+		detail = detail[:1024]
+	}
+	return detail
+}

@@ -1,0 +1,546 @@
+package server
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/tabuladb/tabula"
+	"github.com/tabuladb/tabula/odata"
+)
+
+// The operations on tables (semantics.md §2.2).
+
+func (c *call) createTable() {
+	if err := c.grant.authorize(opCreateTable, ""); err != nil {
+		c.fail(err)
+		return
+	}
+	lvl, err := c.negotiate()
+	if err == nil {
+		err = checkBodyType(c.r.Header.Get("Content-Type"))
+	}
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	body, err := c.readBody()
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	members, perr := parseObject(body)
+	if perr != nil {
+		c.fail(invalidInput("", perr.Error()))
+		return
+	}
+	name, found := "", false
+	for _, m := range members {
+		if m.name == "TableName" {
+			if m.kind != jsonString || found {
+				c.fail(invalidInput("", "TableName must be given once, as a string"))
+				return
+			}
+			name, found = m.text, true
+		}
+	}
+	if !found {
+		c.fail(invalidInput("", "the body has no TableName"))
+		return
+	}
+	if _, err := c.s.db.CreateTable(c.r.Context(), name); err != nil {
+		c.fail(serviceError(err))
+		return
+	}
+	location := c.base + "/Tables('" + escapeKey(name) + "')"
+	h := c.w.Header()
+	h.Set("Location", location)
+	switch preference(c.r) {
+	case "return-no-content":
+		h.Set("Preference-Applied", "return-no-content")
+		h.Set("DataServiceId", location)
+		c.noContent()
+		return
+	case "return-content":
+		h.Set("Preference-Applied", "return-content")
+	}
+	c.send(http.StatusCreated, lvl.contentType(), c.appendTable(nil, lvl, name, true))
+}
+
+func (c *call) deleteTable(name string) {
+	if err := c.grant.authorize(opDeleteTable, name); err != nil {
+		c.fail(err)
+		return
+	}
+	if err := c.s.db.DeleteTable(c.r.Context(), name); err != nil {
+		c.fail(serviceError(err))
+		return
+	}
+	c.noContent()
+}
+
+// getTable answers GET Tables('name') with the table's entry, or ResourceNotFound.
+func (c *call) getTable(name string) {
+	if err := c.grant.authorize(opQueryTables, name); err != nil {
+		c.fail(err)
+		return
+	}
+	lvl, err := c.negotiate()
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	// Names are case-insensitive: the first table at or after name, in the catalog's
+	// case-insensitive order, is the one if it has the same name in any case.
+	page, qerr := c.s.db.ListTables(c.r.Context(), tabula.TableQuery{NextTableName: name, Top: 1})
+	if qerr != nil {
+		c.fail(serviceError(qerr))
+		return
+	}
+	if len(page.Tables) == 0 || !strings.EqualFold(page.Tables[0].Name, name) {
+		c.fail(withDetail(tabula.ErrResourceNotFound, "table "+strconv.Quote(name)+" does not exist"))
+		return
+	}
+	c.send(http.StatusOK, lvl.contentType(), c.appendTable(nil, lvl, page.Tables[0].Name, true))
+}
+
+func (c *call) queryTables() {
+	if err := c.grant.authorize(opQueryTables, ""); err != nil {
+		c.fail(err)
+		return
+	}
+	lvl, err := c.negotiate()
+	if err == nil {
+		err = checkQueryOptions(c.query)
+	}
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	top, err := parseTop(c.query)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	q := tabula.TableQuery{Filter: c.query.Get("$filter"), Top: top}
+	if t := c.query.Get("NextTableName"); t != "" {
+		if q.NextTableName, err = decodeToken("NextTableName", t); err != nil {
+			c.fail(err)
+			return
+		}
+	}
+	page, qerr := c.s.db.ListTables(c.r.Context(), q)
+	if qerr != nil {
+		c.fail(serviceError(qerr))
+		return
+	}
+	b := append(make([]byte, 0, 64+48*len(page.Tables)), '{')
+	if lvl != levelNone {
+		b = append(b, `"odata.metadata":`...)
+		b = appendJSONString(b, c.base+"/$metadata#Tables")
+		b = append(b, ',')
+	}
+	b = append(b, `"value":[`...)
+	for i, t := range page.Tables {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = c.appendTable(b, lvl, t.Name, false)
+	}
+	b = append(b, "]}"...)
+	if page.NextTableName != "" {
+		c.w.Header().Set("x-ms-continuation-NextTableName", encodeToken(page.NextTableName))
+	}
+	c.send(http.StatusOK, lvl.contentType(), b)
+}
+
+// appendTable writes a table's JSON entry; a single one (not in a feed) carries
+// odata.metadata.
+func (c *call) appendTable(b []byte, lvl level, name string, single bool) []byte {
+	b = append(b, '{')
+	if single && lvl != levelNone {
+		b = append(b, `"odata.metadata":`...)
+		b = appendJSONString(b, c.base+"/$metadata#Tables/@Element")
+		b = append(b, ',')
+	}
+	if lvl == levelFull {
+		link := "Tables('" + escapeKey(name) + "')"
+		b = append(b, `"odata.type":`...)
+		b = appendJSONString(b, c.account+".Tables")
+		b = append(b, `,"odata.id":`...)
+		b = appendJSONString(b, c.base+"/"+link)
+		b = append(b, `,"odata.editLink":`...)
+		b = appendJSONString(b, link)
+		b = append(b, ',')
+	}
+	b = append(b, `"TableName":`...)
+	b = appendJSONString(b, name)
+	return append(b, '}')
+}
+
+// The operations on entities (semantics.md §2.2, §4, §5).
+
+func (c *call) getEntity(res resource) {
+	if err := c.checkEntityAccess(opGetEntity, res.table, res.pk, res.rk); err != nil {
+		c.fail(err)
+		return
+	}
+	lvl, err := c.negotiate()
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	sel := selectList(c.query.Get("$select"))
+	e, gerr := c.s.db.Table(res.table).Get(c.r.Context(), res.pk, res.rk, sel...)
+	if gerr != nil {
+		c.fail(serviceError(gerr))
+		return
+	}
+	w := c.entityWriter(lvl, res.table, sel)
+	c.w.Header().Set("ETag", string(e.ETag))
+	c.send(http.StatusOK, lvl.contentType(), w.appendEntity(nil, &e, true))
+}
+
+func (c *call) queryEntities(table string) {
+	if err := c.grant.authorize(opQueryEntities, table); err != nil {
+		c.fail(err)
+		return
+	}
+	lvl, err := c.negotiate()
+	if err == nil {
+		err = checkQueryOptions(c.query)
+	}
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	q := tabula.Query{Filter: c.query.Get("$filter"), Select: selectList(c.query.Get("$select"))}
+	if q.Top, err = parseTop(c.query); err != nil {
+		c.fail(err)
+		return
+	}
+	q.Continuation = tabula.Continuation{NextPartitionKey: c.query.Get("NextPartitionKey"), NextRowKey: c.query.Get("NextRowKey")}
+	if c.grant.hasRange() {
+		// A table SAS limited to a key range sees only that range: its bounds join the
+		// filter, after the client's own filter is checked alone, so that a syntax error
+		// names positions in the text the client sent.
+		if q.Filter != "" {
+			if _, perr := odata.Parse(q.Filter); perr != nil {
+				c.fail(filterError(perr))
+				return
+			}
+			q.Filter = "(" + q.Filter + ") and " + c.grant.rangeFilter()
+		} else {
+			q.Filter = c.grant.rangeFilter()
+		}
+	}
+	page, qerr := c.s.db.Table(table).Query(c.r.Context(), q)
+	if qerr != nil {
+		c.fail(serviceError(qerr))
+		return
+	}
+	w := c.entityWriter(lvl, table, q.Select)
+	b := make([]byte, 0, 256+256*len(page.Entities))
+	b = append(b, '{')
+	if lvl != levelNone {
+		meta := c.base + "/$metadata#" + table
+		if w.selected != nil {
+			meta += "&$select=" + strings.Join(w.selected, ",")
+		}
+		b = append(b, `"odata.metadata":`...)
+		b = appendJSONString(b, meta)
+		b = append(b, ',')
+	}
+	b = append(b, `"value":[`...)
+	for i := range page.Entities {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = w.appendEntity(b, &page.Entities[i], false)
+	}
+	b = append(b, "]}"...)
+	if next := page.Continuation; !next.IsZero() {
+		h := c.w.Header()
+		h.Set("x-ms-continuation-NextPartitionKey", next.NextPartitionKey)
+		if next.NextRowKey != "" {
+			h.Set("x-ms-continuation-NextRowKey", next.NextRowKey)
+		}
+	}
+	c.send(http.StatusOK, lvl.contentType(), b)
+}
+
+func (c *call) insertEntity(table string) {
+	if err := c.grant.authorize(opInsert, table); err != nil {
+		c.fail(err)
+		return
+	}
+	lvl, err := c.negotiate()
+	if err == nil {
+		err = checkBodyType(c.r.Header.Get("Content-Type"))
+	}
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	body, err := c.readBody()
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	e, err := decodeEntity(body, keysFromBody)
+	if err == nil {
+		err = c.grant.authorizeKeys(e.PartitionKey, e.RowKey)
+	}
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	stored, ierr := c.s.db.Table(table).Insert(c.r.Context(), e)
+	if ierr != nil {
+		c.fail(serviceError(ierr))
+		return
+	}
+	location := c.base + "/" + table + keyPredicate(stored.PartitionKey, stored.RowKey)
+	h := c.w.Header()
+	h.Set("ETag", string(stored.ETag))
+	h.Set("Location", location)
+	switch preference(c.r) {
+	case "return-no-content":
+		h.Set("Preference-Applied", "return-no-content")
+		h.Set("DataServiceId", location)
+		c.noContent()
+		return
+	case "return-content":
+		h.Set("Preference-Applied", "return-content")
+	}
+	w := c.entityWriter(lvl, table, nil)
+	c.send(http.StatusCreated, lvl.contentType(), w.appendEntity(nil, &stored, true))
+}
+
+// writeEntity serves PUT and MERGE (or PATCH): with If-Match a conditional Update, without
+// it an upsert (semantics.md §2.2).
+func (c *call) writeEntity(res resource, mode tabula.UpdateMode) {
+	verb := "PUT"
+	if mode == tabula.Merge {
+		verb = "MERGE"
+	}
+	ifMatch, err := conditions(c.r.Header, verb)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	op := opUpsert
+	if ifMatch != "" {
+		op = opUpdate
+	}
+	if err := c.checkEntityAccess(op, res.table, res.pk, res.rk); err != nil {
+		c.fail(err)
+		return
+	}
+	if err := checkBodyType(c.r.Header.Get("Content-Type")); err != nil {
+		c.fail(err)
+		return
+	}
+	body, err := c.readBody()
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	e, err := decodeEntity(body, keysFromURL)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	e.PartitionKey, e.RowKey = res.pk, res.rk
+	t := c.s.db.Table(res.table)
+	var etag tabula.ETag
+	var werr error
+	if ifMatch != "" {
+		etag, werr = t.Update(c.r.Context(), e, mode, ifMatch)
+	} else {
+		etag, werr = t.Upsert(c.r.Context(), e, mode)
+	}
+	if werr != nil {
+		c.fail(serviceError(werr))
+		return
+	}
+	c.w.Header().Set("ETag", string(etag))
+	c.noContent()
+}
+
+func (c *call) deleteEntity(res resource) {
+	ifMatch, err := conditions(c.r.Header, "DELETE")
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	if ifMatch == "" {
+		c.fail(invalidInput(msgIfMatchMandatory, "DELETE needs If-Match (an ETag, or *)"))
+		return
+	}
+	if err := c.checkEntityAccess(opDelete, res.table, res.pk, res.rk); err != nil {
+		c.fail(err)
+		return
+	}
+	if err := c.s.db.Table(res.table).Delete(c.r.Context(), res.pk, res.rk, ifMatch); err != nil {
+		c.fail(serviceError(err))
+		return
+	}
+	c.noContent()
+}
+
+func (c *call) checkEntityAccess(op operation, table, pk, rk string) *tabula.Error {
+	if err := c.grant.authorize(op, table); err != nil {
+		return err
+	}
+	return c.grant.authorizeKeys(pk, rk)
+}
+
+func (c *call) negotiate() (level, *tabula.Error) {
+	return negotiate(c.query.Get("$format"), c.r.Header.Get("Accept"))
+}
+
+func (c *call) entityWriter(lvl level, table string, selected []string) *entityWriter {
+	w := &entityWriter{level: lvl, base: c.base, account: c.account, table: table}
+	if len(selected) > 0 && !containsStar(selected) {
+		w.selected = selected
+	}
+	return w
+}
+
+func containsStar(names []string) bool {
+	for _, n := range names {
+		if n == "*" {
+			return true
+		}
+	}
+	return false
+}
+
+// conditions reads If-Match and If-None-Match for a write: If-None-Match is not allowed on
+// writes, nor both at once, and If-Match must be * or one well-formed ETag.
+func conditions(h http.Header, verb string) (tabula.ETag, *tabula.Error) {
+	ifMatch, ifNoneMatch := h.Get("If-Match"), h.Get("If-None-Match")
+	switch {
+	case ifMatch != "" && ifNoneMatch != "":
+		return "", invalidInput(msgBothConditions, "If-Match and If-None-Match are both set")
+	case ifNoneMatch != "":
+		return "", invalidInput(fmt.Sprintf(msgIfNoneMatchFor, verb), "If-None-Match is set on a "+verb)
+	case ifMatch == "":
+		return "", nil
+	}
+	etag, err := parseETag(ifMatch)
+	if err != nil {
+		return "", err
+	}
+	return etag, nil
+}
+
+// parseETag accepts * or W/"datetime'<ISO 8601>'" with ':' written as %3A or plainly.
+func parseETag(v string) (tabula.ETag, *tabula.Error) {
+	v = strings.TrimSpace(v)
+	if v == "*" {
+		return tabula.AnyETag, nil
+	}
+	bad := invalidInput(fmt.Sprintf(msgETagNotValid, v), "If-Match must be * or W/\"datetime'…'\"")
+	s, ok := strings.CutPrefix(v, `W/"datetime'`)
+	if ok {
+		s, ok = strings.CutSuffix(s, `'"`)
+	}
+	if !ok {
+		return "", bad
+	}
+	if _, err := parseDateTime(strings.ReplaceAll(strings.ReplaceAll(s, "%3A", ":"), "%3a", ":")); err != nil {
+		return "", bad
+	}
+	return tabula.ETag(v), nil
+}
+
+// preference returns return-no-content or return-content when the Prefer header asks for
+// one (semantics.md §2.2: only Insert Entity and Create Table honour it).
+func preference(r *http.Request) string {
+	for _, v := range r.Header.Values("Prefer") {
+		for _, p := range strings.Split(v, ",") {
+			switch p = strings.ToLower(strings.TrimSpace(p)); p {
+			case "return-no-content", "return-content":
+				return p
+			}
+		}
+	}
+	return ""
+}
+
+// selectList splits $select; nil when there is none.
+func selectList(s string) []string {
+	if strings.TrimSpace(s) == "" {
+		return nil
+	}
+	names := strings.Split(s, ",")
+	for i := range names {
+		names[i] = strings.TrimSpace(names[i])
+	}
+	return names
+}
+
+// parseTop reads $top: absent means the service's maximum, otherwise 1 to 1000.
+func parseTop(q map[string][]string) (int, *tabula.Error) {
+	v, ok := q["$top"]
+	if !ok || len(v) == 0 {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v[0])
+	if err != nil || n < 1 || n > tabula.MaxEntitiesPerPage {
+		return 0, invalidInput("", "$top must be a number from 1 to 1000, not "+strconv.Quote(v[0]))
+	}
+	return n, nil
+}
+
+// checkQueryOptions refuses the OData options the service does not implement.
+func checkQueryOptions(q map[string][]string) *tabula.Error {
+	for _, opt := range []string{"$orderby", "$skip", "$expand", "$count", "$inlinecount", "$skiptoken"} {
+		if _, ok := q[opt]; ok {
+			return withDetail(tabula.ErrNotImplemented, opt+" is not supported by the Table service")
+		}
+	}
+	return nil
+}
+
+// filterError maps a $filter parse error to the service's error, as the engine does.
+func filterError(err error) *tabula.Error {
+	var fe *odata.Error
+	if errors.As(err, &fe) {
+		sentinel := tabula.ErrInvalidInput
+		if fe.Code == odata.CodeNotImplemented {
+			sentinel = tabula.ErrNotImplemented
+		}
+		return withMessage(sentinel, fe.Message, fe.Error())
+	}
+	return serviceError(err)
+}
+
+// Table-name continuation tokens use the service's 1!<length>!<base64> form, like the
+// engine's entity tokens, so that clients see the shape they see from Azure.
+func encodeToken(s string) string {
+	b64 := strings.ReplaceAll(base64.StdEncoding.EncodeToString([]byte(s)), "=", "-")
+	return "1!" + strconv.Itoa(len(b64)) + "!" + b64
+}
+
+func decodeToken(field, token string) (string, *tabula.Error) {
+	bad := invalidInput("", field+" "+strconv.Quote(token)+" is not a continuation token")
+	rest, ok := strings.CutPrefix(token, "1!")
+	if !ok {
+		return "", bad
+	}
+	length, b64, ok := strings.Cut(rest, "!")
+	if n, err := strconv.Atoi(length); !ok || err != nil || n != len(b64) {
+		return "", bad
+	}
+	raw, err := base64.StdEncoding.DecodeString(strings.ReplaceAll(b64, "-", "="))
+	if err != nil {
+		return "", bad
+	}
+	return string(raw), nil
+}

@@ -1,0 +1,162 @@
+package server
+
+import (
+	"net/url"
+	"strings"
+
+	"github.com/tabuladb/tabula"
+)
+
+// kind is what a request path addresses.
+type kind int
+
+const (
+	resService   kind = iota + 1 // /account (service properties and stats)
+	resTables                    // /account/Tables
+	resTable                     // /account/Tables('name')
+	resEntitySet                 // /account/name or /account/name()
+	resEntity                    // /account/name(PartitionKey='…',RowKey='…')
+	resBatch                     // /account/$batch
+)
+
+// resource is a parsed request path.
+type resource struct {
+	kind   kind
+	table  string
+	pk, rk string
+}
+
+// splitAccount splits an escaped path-style path into the account (the first segment, as
+// the emulators address accounts) and the escaped rest.
+func splitAccount(escapedPath string) (account, rest string, err *tabula.Error) {
+	p, ok := strings.CutPrefix(escapedPath, "/")
+	if !ok {
+		return "", "", withDetail(errInvalidURI, "the path does not start with '/'")
+	}
+	seg, rest, _ := strings.Cut(p, "/")
+	account, uerr := url.PathUnescape(seg)
+	if uerr != nil || account == "" {
+		return "", "", withDetail(errInvalidURI, "the path does not start with an account name")
+	}
+	return account, rest, nil
+}
+
+// parseResource parses the escaped path after the account segment. The segment is
+// unescaped as a whole before the key predicate is read, so a key may arrive with its
+// quotes, commas and parentheses escaped or not; only an escaped '/' or '\' ends up inside
+// a key, where the service answers "Error in query syntax" (semantics.md §1.2).
+func parseResource(rest string) (resource, *tabula.Error) {
+	if rest == "" {
+		return resource{kind: resService}, nil
+	}
+	if strings.Contains(rest, "/") {
+		return resource{}, withDetail(errInvalidURI, "the path has more segments than account and resource")
+	}
+	seg, err := url.PathUnescape(rest)
+	if err != nil {
+		return resource{}, withDetail(errInvalidURI, "the path is not validly percent-encoded")
+	}
+	if strings.EqualFold(seg, "$batch") {
+		return resource{kind: resBatch}, nil
+	}
+	name, args, hasArgs := strings.Cut(seg, "(")
+	if name == "" {
+		return resource{}, withDetail(errInvalidURI, "the path names no resource")
+	}
+	if hasArgs {
+		var ok bool
+		if args, ok = strings.CutSuffix(args, ")"); !ok {
+			return resource{}, invalidInput(msgQuerySyntax, "the resource's parenthesis is not closed")
+		}
+	}
+	if strings.EqualFold(name, "Tables") {
+		if !hasArgs || strings.TrimSpace(args) == "" {
+			return resource{kind: resTables}, nil
+		}
+		table, rest, ok := readQuoted(strings.TrimSpace(args))
+		if !ok || strings.TrimSpace(rest) != "" {
+			return resource{}, invalidInput(msgQuerySyntax, "Tables(…) must hold one quoted table name")
+		}
+		return resource{kind: resTable, table: table}, nil
+	}
+	if !hasArgs || strings.TrimSpace(args) == "" {
+		return resource{kind: resEntitySet, table: name}, nil
+	}
+	pk, rk, perr := parseKeyPredicate(args)
+	if perr != nil {
+		return resource{}, perr
+	}
+	return resource{kind: resEntity, table: name, pk: pk, rk: rk}, nil
+}
+
+// parseKeyPredicate reads PartitionKey='…',RowKey='…' (in either order, each exactly
+// once, quotes doubled inside values).
+func parseKeyPredicate(s string) (pk, rk string, err *tabula.Error) {
+	bad := func(why string) (string, string, *tabula.Error) {
+		return "", "", invalidInput(msgQuerySyntax, "key predicate ("+s+"): "+why)
+	}
+	var hasPK, hasRK bool
+	rest := s
+	for i := 0; i < 2; i++ {
+		rest = strings.TrimLeft(rest, " ")
+		name, after, ok := strings.Cut(rest, "=")
+		if !ok {
+			return bad("expected Name='value'")
+		}
+		value, after, ok := readQuoted(strings.TrimLeft(after, " "))
+		if !ok {
+			return bad("expected a quoted value")
+		}
+		switch strings.TrimRight(name, " ") {
+		case "PartitionKey":
+			if hasPK {
+				return bad("PartitionKey given twice")
+			}
+			pk, hasPK = value, true
+		case "RowKey":
+			if hasRK {
+				return bad("RowKey given twice")
+			}
+			rk, hasRK = value, true
+		default:
+			return bad("only PartitionKey and RowKey address an entity")
+		}
+		rest = strings.TrimLeft(after, " ")
+		if i == 0 {
+			if rest, ok = strings.CutPrefix(rest, ","); !ok {
+				return bad("expected both PartitionKey and RowKey")
+			}
+		}
+	}
+	if rest != "" {
+		return bad("unexpected text after the keys")
+	}
+	for _, k := range []string{pk, rk} {
+		if strings.ContainsAny(k, `/\`) {
+			return bad("a key in the URL contains '/' or '\\'")
+		}
+	}
+	return pk, rk, nil
+}
+
+// readQuoted reads a quoted literal, a doubled quote standing for one, returning the value and
+// what follows the closing quote.
+func readQuoted(s string) (value, rest string, ok bool) {
+	if !strings.HasPrefix(s, "'") {
+		return "", "", false
+	}
+	var b strings.Builder
+	for i := 1; i < len(s); i++ {
+		if s[i] != '\'' {
+			b.WriteByte(s[i])
+			continue
+		}
+		if i+1 < len(s) && s[i+1] == '\'' {
+			b.WriteByte('\'')
+			i++
+			continue
+		}
+		return b.String(), s[i+1:], true
+	}
+	return "", "", false
+}

@@ -1,0 +1,321 @@
+package server
+
+import (
+	"encoding/base64"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tabuladb/tabula"
+)
+
+// MaxRequestBody is the most bytes a request body may have; larger bodies get 413
+// RequestBodyTooLarge, as on the service (semantics.md §1.4).
+const MaxRequestBody = 4 << 20
+
+// DefaultVersion is the x-ms-version a response carries when the request named none: the
+// version whose behaviour Tabula reproduces (semantics.md scope).
+const DefaultVersion = "2019-02-02"
+
+// Options configure a Server. The zero value (or nil) serves the development account.
+type Options struct {
+	// Accounts are the accounts the server accepts, by name and keys. They are credentials
+	// for the one DB the server serves: every account sees the same tables. Default:
+	// DevelopmentAccount().
+	Accounts []Account
+
+	// Clock is the server's time: the Date header, the time in error messages, Shared Key
+	// clock skew and SAS validity are measured on it. It is separate from the DB's clock,
+	// which stamps entities, so that a test can fake Timestamps while real SDKs keep
+	// signing with the real time. Default: time.Now.
+	Clock func() time.Time
+}
+
+// Server is an http.Handler speaking the Azure Table service's REST protocol (JSON only)
+// at the storage emulators' path-style URLs, in front of one tabula.DB. It is safe for
+// concurrent use.
+type Server struct {
+	db       *tabula.DB
+	accounts []Account
+	keys     map[string][][]byte
+	clock    func() time.Time
+}
+
+// New returns a Server for db. It fails only if an account is malformed.
+func New(db *tabula.DB, opts *Options) (*Server, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if len(o.Accounts) == 0 {
+		o.Accounts = []Account{DevelopmentAccount()}
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	s := &Server{db: db, accounts: o.Accounts, keys: make(map[string][][]byte), clock: o.Clock}
+	for _, a := range o.Accounts {
+		if err := a.check(); err != nil {
+			return nil, err
+		}
+		if _, dup := s.keys[a.Name]; dup {
+			return nil, fmt.Errorf("server: account %q is given twice", a.Name)
+		}
+		for _, k := range a.Keys {
+			key, _ := base64.StdEncoding.DecodeString(k) // checked above
+			s.keys[a.Name] = append(s.keys[a.Name], key)
+		}
+	}
+	return s, nil
+}
+
+// Accounts returns the accounts the server accepts.
+func (s *Server) Accounts() []Account { return append([]Account(nil), s.accounts...) }
+
+// DB returns the database the server serves.
+func (s *Server) DB() *tabula.DB { return s.db }
+
+// call is one request being served.
+type call struct {
+	s       *Server
+	w       http.ResponseWriter
+	r       *http.Request
+	id      string // x-ms-request-id
+	now     time.Time
+	account string
+	base    string // scheme://host/account: the root of Location and odata.* links
+	query   url.Values
+	grant   *grant
+	written bool
+}
+
+// ServeHTTP serves one request: it answers with the service's common headers, checks the
+// credentials before anything else (a request that fails them touches nothing), then
+// routes by path and method.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	c := &call{s: s, w: w, r: r, id: newRequestID(), now: s.clock()}
+	h := w.Header()
+	h.Set("x-ms-request-id", c.id)
+	if v := r.Header.Get("x-ms-version"); v != "" {
+		h.Set("x-ms-version", v)
+	} else {
+		h.Set("x-ms-version", DefaultVersion)
+	}
+	if v := r.Header.Get("x-ms-client-request-id"); v != "" {
+		h.Set("x-ms-client-request-id", v)
+	}
+	h.Set("Date", formatDate(c.now))
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Server", "Tabula")
+	defer func() {
+		if p := recover(); p != nil {
+			if !c.written {
+				c.fail(withDetail(tabula.ErrInternal, fmt.Sprint("panic: ", p)))
+			}
+		}
+	}()
+
+	rawPath, rawQuery := requestTarget(r)
+	account, rest, perr := splitAccount(rawPath)
+	if perr != nil {
+		c.fail(perr)
+		return
+	}
+	c.account = account
+	query, qerr := url.ParseQuery(rawQuery)
+	if qerr != nil {
+		c.fail(invalidInput("", "the query string is malformed: "+qerr.Error()))
+		return
+	}
+	c.query = query
+	g, aerr := s.authenticate(c, rawPath)
+	if aerr != nil {
+		c.fail(aerr)
+		return
+	}
+	c.grant = g
+	c.base = baseURL(r, account)
+	res, rerr := parseResource(rest)
+	if rerr != nil {
+		c.fail(rerr)
+		return
+	}
+	method, merr := effectiveMethod(r)
+	if merr != nil {
+		c.fail(merr)
+		return
+	}
+	c.route(res, method)
+}
+
+// route dispatches a parsed request to its operation.
+func (c *call) route(res resource, method string) {
+	if c.query.Has("comp") || c.query.Has("restype") {
+		// Table ACLs and service properties/stats are XML operations Tabula does not have.
+		c.fail(withDetail(tabula.ErrNotImplemented, "comp="+c.query.Get("comp")+" is not supported"))
+		return
+	}
+	switch res.kind {
+	case resTables:
+		switch method {
+		case http.MethodGet:
+			c.queryTables()
+			return
+		case http.MethodPost:
+			c.createTable()
+			return
+		}
+	case resTable:
+		switch method {
+		case http.MethodGet:
+			c.getTable(res.table)
+			return
+		case http.MethodDelete:
+			c.deleteTable(res.table)
+			return
+		}
+	case resEntitySet:
+		switch method {
+		case http.MethodGet:
+			c.queryEntities(res.table)
+			return
+		case http.MethodPost:
+			c.insertEntity(res.table)
+			return
+		}
+	case resEntity:
+		switch method {
+		case http.MethodGet:
+			c.getEntity(res)
+			return
+		case http.MethodPut:
+			c.writeEntity(res, tabula.Replace)
+			return
+		case "MERGE", http.MethodPatch:
+			c.writeEntity(res, tabula.Merge)
+			return
+		case http.MethodDelete:
+			c.deleteEntity(res)
+			return
+		}
+	case resBatch:
+		if method == http.MethodPost {
+			c.batch()
+			return
+		}
+	case resService:
+		c.fail(withDetail(tabula.ErrNotImplemented, "service-level operations are not supported"))
+		return
+	}
+	c.fail(withDetail(errMethodNotAllowed, method+" is not allowed here"))
+}
+
+// effectiveMethod applies X-HTTP-Method tunnelling: only on POST, once, and only to MERGE,
+// PUT or DELETE (semantics.md §2.2).
+func effectiveMethod(r *http.Request) (string, *tabula.Error) {
+	values := r.Header.Values("X-HTTP-Method")
+	if len(values) == 0 {
+		return r.Method, nil
+	}
+	if r.Method != http.MethodPost {
+		return "", errXMethodNotUsingPost
+	}
+	if len(values) > 1 {
+		return "", errXMethodIncorrectCount
+	}
+	switch m := strings.ToUpper(strings.TrimSpace(values[0])); m {
+	case "MERGE", http.MethodPut, http.MethodDelete:
+		return m, nil
+	}
+	return "", withDetail(errXMethodIncorrectValue, "X-HTTP-Method: "+values[0])
+}
+
+// requestTarget returns the path exactly as escaped on the wire (what clients sign) and
+// the raw query.
+func requestTarget(r *http.Request) (path, query string) {
+	target := r.RequestURI
+	if target == "" || target == "*" {
+		return r.URL.EscapedPath(), r.URL.RawQuery
+	}
+	if !strings.HasPrefix(target, "/") { // absolute form, through a proxy
+		if u, err := url.Parse(target); err == nil {
+			return u.EscapedPath(), u.RawQuery
+		}
+	}
+	path, query, _ = strings.Cut(target, "?")
+	return path, query
+}
+
+func baseURL(r *http.Request, account string) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host + "/" + url.PathEscape(account)
+}
+
+// newRequestID returns a random GUID, the form the service's request IDs take.
+func newRequestID() string {
+	var b [16]byte
+	for i := 0; i < 16; i += 8 {
+		v := rand.Uint64()
+		for j := range 8 {
+			b[i+j] = byte(v >> (8 * j))
+		}
+	}
+	return tabula.Guid(b).String()
+}
+
+// readBody reads the request body, refusing more than MaxRequestBody bytes.
+func (c *call) readBody() ([]byte, *tabula.Error) {
+	if c.r.ContentLength > MaxRequestBody {
+		return nil, withDetail(tabula.ErrRequestBodyTooLarge, "Content-Length "+strconv.FormatInt(c.r.ContentLength, 10)+" exceeds 4 MiB")
+	}
+	if c.r.Body == nil {
+		return nil, nil
+	}
+	data, err := io.ReadAll(io.LimitReader(c.r.Body, MaxRequestBody+1))
+	if err != nil {
+		return nil, invalidInput("", "reading the request body: "+err.Error())
+	}
+	if len(data) > MaxRequestBody {
+		return nil, withDetail(tabula.ErrRequestBodyTooLarge, "the body exceeds 4 MiB")
+	}
+	return data, nil
+}
+
+// fail answers with the service's error response.
+func (c *call) fail(e *tabula.Error) {
+	h := c.w.Header()
+	for _, k := range []string{"ETag", "Location", "DataServiceId", "Preference-Applied",
+		"x-ms-continuation-NextPartitionKey", "x-ms-continuation-NextRowKey", "x-ms-continuation-NextTableName"} {
+		h.Del(k)
+	}
+	if e.Detail != "" {
+		h.Set("X-Tabula-Error-Detail", detailHeader(e.Detail))
+	}
+	c.send(e.StatusCode, levelMinimal.contentType(), appendErrorJSON(nil, e.Code, e.Message, c.id, c.now))
+}
+
+// send writes a response with a body (or none when contentType is empty).
+func (c *call) send(status int, contentType string, body []byte) {
+	c.written = true
+	h := c.w.Header()
+	if contentType != "" {
+		h.Set("Content-Type", contentType)
+		h.Set("Content-Length", strconv.Itoa(len(body)))
+	}
+	c.w.WriteHeader(status)
+	if len(body) > 0 && c.r.Method != http.MethodHead {
+		_, _ = c.w.Write(body)
+	}
+}
+
+// noContent answers 204.
+func (c *call) noContent() { c.send(http.StatusNoContent, "", nil) }

@@ -1,0 +1,25 @@
+// Package tabulatest runs Tabula as a fake Azure Table service inside Go tests, so that
+// code written against the official SDK (github.com/Azure/azure-sdk-for-go/sdk/data/aztables)
+// is tested against the service's behaviour without Azurite, a container or hand-written
+// mocks.
+//
+// NewServer starts an in-memory Tabula behind the REST protocol on a loopback port and
+// closes it when the test ends. Point a client at it with its connection string:
+//
+//	srv := tabulatest.NewServer(t, nil)
+//	svc, err := aztables.NewServiceClientFromConnectionString(srv.ConnectionString(), nil)
+//
+// Or skip the network: Transport hands requests straight to the server's handler, and its
+// Do method is what azcore's policy.Transporter asks for (this package does not import
+// the SDK, so tests that do not use it do not pay for it):
+//
+//	opts := &aztables.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: srv.Transport()}}
+//	svc, err := aztables.NewServiceClientFromConnectionString(srv.ConnectionString(), opts)
+//
+// NewInProcess gives a server with no listener at all, for that second way only.
+//
+// The tabula.Options passed in reach the engine unchanged, so a test can inject faults,
+// enforce the service's rate limits, end query pages at partition boundaries or forbid
+// full scans, and watch its client cope; Server.DB is the engine itself, for arranging
+// data and checking outcomes directly.
+package tabulatest
