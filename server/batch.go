@@ -261,7 +261,7 @@ func (c *call) parseSubRequest(data []byte) (*subRequest, *tabula.Error) {
 	if perr != nil {
 		return nil, perr
 	}
-	query, err := url.ParseQuery(u.RawQuery)
+	query, err := parseQuery(u.RawQuery)
 	if err != nil {
 		return bad("malformed query string")
 	}
@@ -295,10 +295,10 @@ type batchWriter struct {
 }
 
 func (c *call) newBatchWriter(changeSet bool) *batchWriter {
-	w := &batchWriter{c: c, batch: "batchresponse_" + newRequestID()}
+	w := &batchWriter{c: c, batch: "batchresponse_" + c.s.newID()}
 	w.boundary = w.batch
 	if changeSet {
-		w.changes = "changesetresponse_" + newRequestID()
+		w.changes = "changesetresponse_" + c.s.newID()
 		w.boundary = w.changes
 		w.buf.WriteString("--" + w.batch + "\r\nContent-Type: multipart/mixed; boundary=" + w.changes + "\r\n\r\n")
 	}

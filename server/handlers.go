@@ -61,7 +61,7 @@ func (c *call) createTable() {
 	switch preference(c.r) {
 	case "return-no-content":
 		h.Set("Preference-Applied", "return-no-content")
-		h.Set("DataServiceId", location)
+		setHeader(h, "DataServiceId", location)
 		c.noContent()
 		return
 	case "return-content":
@@ -152,7 +152,7 @@ func (c *call) queryTables() {
 	}
 	b = append(b, "]}"...)
 	if page.NextTableName != "" {
-		c.w.Header().Set("x-ms-continuation-NextTableName", encodeToken(page.NextTableName))
+		setHeader(c.w.Header(), "x-ms-continuation-NextTableName", encodeToken(page.NextTableName))
 	}
 	c.send(http.StatusOK, lvl.contentType(), b)
 }
@@ -200,7 +200,7 @@ func (c *call) getEntity(res resource) {
 		return
 	}
 	w := c.entityWriter(lvl, res.table, sel)
-	c.w.Header().Set("ETag", string(e.ETag))
+	setHeader(c.w.Header(), "ETag", string(e.ETag))
 	c.send(http.StatusOK, lvl.contentType(), w.appendEntity(nil, &e, true))
 }
 
@@ -264,9 +264,9 @@ func (c *call) queryEntities(table string) {
 	b = append(b, "]}"...)
 	if next := page.Continuation; !next.IsZero() {
 		h := c.w.Header()
-		h.Set("x-ms-continuation-NextPartitionKey", next.NextPartitionKey)
+		setHeader(h, "x-ms-continuation-NextPartitionKey", next.NextPartitionKey)
 		if next.NextRowKey != "" {
-			h.Set("x-ms-continuation-NextRowKey", next.NextRowKey)
+			setHeader(h, "x-ms-continuation-NextRowKey", next.NextRowKey)
 		}
 	}
 	c.send(http.StatusOK, lvl.contentType(), b)
@@ -305,12 +305,12 @@ func (c *call) insertEntity(table string) {
 	}
 	location := c.base + "/" + table + keyPredicate(stored.PartitionKey, stored.RowKey)
 	h := c.w.Header()
-	h.Set("ETag", string(stored.ETag))
+	setHeader(h, "ETag", string(stored.ETag))
 	h.Set("Location", location)
 	switch preference(c.r) {
 	case "return-no-content":
 		h.Set("Preference-Applied", "return-no-content")
-		h.Set("DataServiceId", location)
+		setHeader(h, "DataServiceId", location)
 		c.noContent()
 		return
 	case "return-content":
@@ -367,7 +367,7 @@ func (c *call) writeEntity(res resource, mode tabula.UpdateMode) {
 		c.fail(serviceError(werr))
 		return
 	}
-	c.w.Header().Set("ETag", string(etag))
+	setHeader(c.w.Header(), "ETag", string(etag))
 	c.noContent()
 }
 

@@ -44,6 +44,7 @@ type Server struct {
 	accounts []Account
 	keys     map[string][][]byte
 	clock    func() time.Time
+	newID    func() string // request IDs and batch boundaries; tests make them predictable
 }
 
 // New returns a Server for db. It fails only if an account is malformed.
@@ -58,7 +59,7 @@ func New(db *tabula.DB, opts *Options) (*Server, error) {
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
-	s := &Server{db: db, accounts: o.Accounts, keys: make(map[string][][]byte), clock: o.Clock}
+	s := &Server{db: db, accounts: o.Accounts, keys: make(map[string][][]byte), clock: o.Clock, newID: newRequestID}
 	for _, a := range o.Accounts {
 		if err := a.check(); err != nil {
 			return nil, err
@@ -98,16 +99,16 @@ type call struct {
 // credentials before anything else (a request that fails them touches nothing), then
 // routes by path and method.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	c := &call{s: s, w: w, r: r, id: newRequestID(), now: s.clock()}
+	c := &call{s: s, w: w, r: r, id: s.newID(), now: s.clock()}
 	h := w.Header()
-	h.Set("x-ms-request-id", c.id)
+	setHeader(h, "x-ms-request-id", c.id)
 	if v := r.Header.Get("x-ms-version"); v != "" {
-		h.Set("x-ms-version", v)
+		setHeader(h, "x-ms-version", v)
 	} else {
-		h.Set("x-ms-version", DefaultVersion)
+		setHeader(h, "x-ms-version", DefaultVersion)
 	}
 	if v := r.Header.Get("x-ms-client-request-id"); v != "" {
-		h.Set("x-ms-client-request-id", v)
+		setHeader(h, "x-ms-client-request-id", v)
 	}
 	h.Set("Date", formatDate(c.now))
 	h.Set("Cache-Control", "no-cache")
@@ -128,7 +129,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.account = account
-	query, qerr := url.ParseQuery(rawQuery)
+	query, qerr := parseQuery(rawQuery)
 	if qerr != nil {
 		c.fail(invalidInput("", "the query string is malformed: "+qerr.Error()))
 		return
@@ -295,6 +296,7 @@ func (c *call) fail(e *tabula.Error) {
 	h := c.w.Header()
 	for _, k := range []string{"ETag", "Location", "DataServiceId", "Preference-Applied",
 		"x-ms-continuation-NextPartitionKey", "x-ms-continuation-NextRowKey", "x-ms-continuation-NextTableName"} {
+		delete(h, k)
 		h.Del(k)
 	}
 	if e.Detail != "" {
@@ -315,6 +317,38 @@ func (c *call) send(status int, contentType string, body []byte) {
 	if len(body) > 0 && c.r.Method != http.MethodHead {
 		_, _ = c.w.Write(body)
 	}
+}
+
+// setHeader sets a header under exactly the name given, as the service spells it (ETag,
+// DataServiceId, x-ms-request-id), rather than Go's canonical form; header names are
+// case-insensitive, but what goes on the wire is then the service's bytes.
+func setHeader(h http.Header, name, value string) {
+	h.Del(name)
+	h[name] = []string{value}
+}
+
+// parseQuery splits a query string on '&' only: the service, unlike Go's url.ParseQuery,
+// takes ';' as an ordinary character, and clients do send $format=application/json;odata=…
+// unescaped.
+func parseQuery(raw string) (url.Values, error) {
+	v := url.Values{}
+	for raw != "" {
+		var pair string
+		pair, raw, _ = strings.Cut(raw, "&")
+		if pair == "" {
+			continue
+		}
+		key, value, _ := strings.Cut(pair, "=")
+		key, err := url.QueryUnescape(key)
+		if err != nil {
+			return nil, err
+		}
+		if value, err = url.QueryUnescape(value); err != nil {
+			return nil, err
+		}
+		v[key] = append(v[key], value)
+	}
+	return v, nil
 }
 
 // noContent answers 204.

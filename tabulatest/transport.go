@@ -43,6 +43,15 @@ func (t *Transport) Do(req *http.Request) (*http.Response, error) {
 	}
 	resp := rec.Result()
 	resp.Request = req
+	// A client reading a response off the wire gets canonical header names (the server
+	// writes ETag and x-ms-request-id as the service spells them), and code that looks
+	// headers up with Header.Get relies on it.
+	canonical := make(http.Header, len(resp.Header))
+	for name, values := range resp.Header {
+		key := http.CanonicalHeaderKey(name)
+		canonical[key] = append(canonical[key], values...)
+	}
+	resp.Header = canonical
 	return resp, nil
 }
 
