@@ -76,8 +76,11 @@ func TestGoldenQuery(t *testing.T) {
 	// $top=1 ends the page with continuation headers naming the next entity.
 	resp := h.do(request{method: "GET", target: "/devstoreaccount1/Wire()?$select=RowKey,Name,Missing&$top=1"})
 	golden(t, "query_select_top", dump(t, resp))
-	next := resp.Header.Get("x-ms-continuation-NextPartitionKey")
-	nextRow := resp.Header.Get("x-ms-continuation-NextRowKey")
+	next := headerValue(resp.Header, "x-ms-continuation-NextPartitionKey")
+	nextRow := headerValue(resp.Header, "x-ms-continuation-NextRowKey")
+	if next == "" || nextRow == "" {
+		t.Fatal("$top=1 over two entities gave no continuation")
+	}
 	resp = h.do(request{method: "GET", target: "/devstoreaccount1/Wire()?$select=RowKey,Name,Missing&$top=1&NextPartitionKey=" +
 		next + "&NextRowKey=" + nextRow, header: map[string]string{"Accept": "application/json;odata=fullmetadata"}})
 	golden(t, "query_select_continued_full", dump(t, resp))
