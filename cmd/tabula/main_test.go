@@ -1,0 +1,157 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+)
+
+// syncBuffer is a bytes.Buffer safe to write from the server and read from the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// running is a `tabula serve` started in the test process.
+type running struct {
+	out, errs *syncBuffer
+	stop      context.CancelFunc
+	done      chan int
+	connStr   string
+}
+
+var connLine = regexp.MustCompile(`DefaultEndpointsProtocol=\S+`)
+
+// start runs `tabula serve args…` and waits for it to print its connection string.
+func start(t *testing.T, args ...string) *running {
+	t.Helper()
+	ctx, stop := context.WithCancel(context.Background())
+	r := &running{out: &syncBuffer{}, errs: &syncBuffer{}, stop: stop, done: make(chan int, 1)}
+	go func() { r.done <- run(ctx, append([]string{"serve"}, args...), r.out, r.errs) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for r.connStr == "" {
+		if time.Now().After(deadline) {
+			stop()
+			t.Fatalf("no connection string printed; stdout %q, stderr %q", r.out, r.errs)
+		}
+		select {
+		case code := <-r.done:
+			t.Fatalf("serve exited with %d: %s", code, r.errs)
+		case <-time.After(10 * time.Millisecond):
+		}
+		r.connStr = connLine.FindString(r.out.String())
+	}
+	return r
+}
+
+// shutdown stops the server as SIGINT would and checks that it exits cleanly.
+func (r *running) shutdown(t *testing.T) {
+	t.Helper()
+	r.stop()
+	select {
+	case code := <-r.done:
+		if code != 0 {
+			t.Fatalf("serve exited with %d: %s", code, r.errs)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+	if !strings.Contains(r.out.String(), "Stopped; the database is closed.") {
+		t.Fatalf("stdout %q", r.out)
+	}
+}
+
+func TestServeInMemory(t *testing.T) {
+	r := start(t, "--addr", "127.0.0.1:0", "--in-memory")
+	if !strings.Contains(r.connStr, "AccountName=devstoreaccount1;") || !strings.Contains(r.connStr, "TableEndpoint=http://127.0.0.1:") {
+		t.Fatalf("connection string %q", r.connStr)
+	}
+	svc, err := aztables.NewServiceClientFromConnectionString(r.connStr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := svc.NewClient("Served")
+	if _, err := c.CreateTable(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	e, _ := json.Marshal(map[string]any{"PartitionKey": "p", "RowKey": "r", "V": 1})
+	if _, err := c.AddEntity(context.Background(), e, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.GetEntity(context.Background(), "p", "r", nil); err != nil {
+		t.Fatal(err)
+	}
+	r.shutdown(t)
+}
+
+// Data written through the server survives a restart on the same directory, under an
+// account given by flag.
+func TestServeOnDiskWithAccounts(t *testing.T) {
+	dir := t.TempDir()
+	const key = "c2VjcmV0LWtleS1mb3ItdGVzdHM=" // base64 of "secret-key-for-tests"
+	args := []string{"--addr", "127.0.0.1:0", "--data", dir, "--accounts", "mine:" + key}
+	r := start(t, args...)
+	if !strings.Contains(r.connStr, "AccountName=mine;AccountKey="+key+";") {
+		t.Fatalf("connection string %q", r.connStr)
+	}
+	svc, err := aztables.NewServiceClientFromConnectionString(r.connStr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := svc.NewClient("Kept")
+	if _, err := c.CreateTable(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	e, _ := json.Marshal(map[string]any{"PartitionKey": "p", "RowKey": "r", "V": "kept"})
+	if _, err := c.AddEntity(context.Background(), e, nil); err != nil {
+		t.Fatal(err)
+	}
+	r.shutdown(t)
+
+	r = start(t, args...)
+	svc, err = aztables.NewServiceClientFromConnectionString(r.connStr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := svc.NewClient("Kept").GetEntity(context.Background(), "p", "r", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(got.Value), `"V":"kept"`) {
+		t.Fatalf("after restart: %s", got.Value)
+	}
+	r.shutdown(t)
+}
+
+func TestServeUsage(t *testing.T) {
+	var out, errs bytes.Buffer
+	if code := run(context.Background(), nil, &out, &errs); code != 2 || !strings.Contains(errs.String(), "usage: tabula serve") {
+		t.Fatalf("no arguments: %d %q", code, errs.String())
+	}
+	errs.Reset()
+	if code := run(context.Background(), []string{"serve", "--accounts", "bad"}, &out, &errs); code != 1 {
+		t.Fatalf("bad accounts: %d %q", code, errs.String())
+	}
+	if code := run(context.Background(), []string{"serve", "-h"}, &out, &errs); code != 0 {
+		t.Fatalf("-h: %d", code)
+	}
+}
