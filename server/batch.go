@@ -404,12 +404,15 @@ func (c *call) batchQuery(data []byte, contentID string) {
 	var e tabula.Entity
 	if err == nil {
 		sel := selectList(req.query.Get("$select"))
+		if containsStar(sel) {
+			sel = nil
+		}
 		var gerr error
 		if e, gerr = c.s.db.Table(req.res.table).Get(c.r.Context(), req.res.pk, req.res.rk, sel...); gerr != nil {
 			err = serviceError(gerr)
 		} else {
 			ew := &entityWriter{level: lvl, base: req.base, account: c.account, table: req.res.table}
-			if len(sel) > 0 && !containsStar(sel) {
+			if len(sel) > 0 {
 				ew.selected = sel
 			}
 			headers = append(headers, "Content-Type", lvl.partContentType(), "ETag", string(e.ETag))

@@ -194,6 +194,9 @@ func (c *call) getEntity(res resource) {
 		return
 	}
 	sel := selectList(c.query.Get("$select"))
+	if containsStar(sel) {
+		sel = nil
+	}
 	e, gerr := c.s.db.Table(res.table).Get(c.r.Context(), res.pk, res.rk, sel...)
 	if gerr != nil {
 		c.fail(serviceError(gerr))

@@ -186,6 +186,11 @@ func TestURLsAndQueries(t *testing.T) {
 	wantError(t, get("/devstoreaccount1/Urls()?$orderby=N", nil), 501, "NotImplemented")
 	wantError(t, get("/devstoreaccount1/Missing()", nil), 404, "TableNotFound")
 	mustStatus(t, get("/devstoreaccount1/Urls()?$filter=", nil), 200)
+	for _, target := range []string{"/devstoreaccount1/Urls()?$select=*", "/devstoreaccount1/Urls(PartitionKey='a''b',RowKey='x,y)')?$select=*"} {
+		if got := mustStatus(t, get(target, nil), 200); !strings.Contains(got, `"N":1`) || !strings.Contains(got, `"PartitionKey":"a'b"`) {
+			t.Fatalf("$select=* gave %s", got)
+		}
+	}
 
 	// Formats: Atom and verbose JSON are refused; no Accept at all means minimal metadata.
 	wantMessage(t, get("/devstoreaccount1/Urls()", map[string]string{"Accept": "application/atom+xml"}), 415, "AtomFormatNotSupported", "Atom format is not supported.")

@@ -16,6 +16,9 @@ import (
 	"github.com/tabuladb/tabula/tabulatest"
 )
 
+// Transport is an azcore transport without this package importing azcore.
+var _ policy.Transporter = (*tabulatest.Transport)(nil)
+
 // The official SDK talks to a Tabula server on a loopback port through its connection
 // string, as it would to Azure or Azurite. In a test, tabulatest.NewServer(t, nil) does
 // the same and closes the server when the test ends.
