@@ -616,3 +616,20 @@ func TestSDKEngineOptions(t *testing.T) {
 		wantCode(t, err, 503, "ServerBusy")
 	})
 }
+
+// Table ACLs and service properties are not Tabula's: the SDK gets the service's 501
+// NotImplemented, which it does not retry.
+func TestSDKUnsupported(t *testing.T) {
+	forEachTransport(t, nil, func(t *testing.T, env sdkEnv) {
+		svc := env.service(t)
+		c := env.table(t, "Acl")
+		_, err := c.GetAccessPolicy(ctx, nil)
+		wantCode(t, err, 501, "NotImplemented")
+		_, err = c.SetAccessPolicy(ctx, nil)
+		wantCode(t, err, 501, "NotImplemented")
+		_, err = svc.GetProperties(ctx, nil)
+		wantCode(t, err, 501, "NotImplemented")
+		_, err = svc.GetStatistics(ctx, nil)
+		wantCode(t, err, 501, "NotImplemented")
+	})
+}
