@@ -107,7 +107,7 @@ func (s *Server) checkSharedKey(c *call, keys [][]byte, auth, rawPath string) st
 			return ""
 		}
 	}
-	return "the signature does not match the request (string to sign: " + strings.ReplaceAll(resource, "\n", `\n`) + ")"
+	return "the signature does not match the request (canonical resource " + resource + ", signed date from x-ms-date or Date)"
 }
 
 func signedBy(keys [][]byte, stringToSign string, want []byte) bool {
