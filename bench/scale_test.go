@@ -66,6 +66,7 @@ func BenchmarkScale(b *testing.B) {
 			began := time.Now()
 			loadEngine(b, t, w, parts)
 			loadRate := float64(len(parts)*scaleRows) / time.Since(began).Seconds()
+			settled := settle(dir, 3*time.Second, 5*time.Minute)
 			rng := rand.New(rand.NewPCG(uint64(size), 1))
 			b.Run("PointGet", func(b *testing.B) {
 				b.ReportAllocs()
@@ -80,6 +81,7 @@ func BenchmarkScale(b *testing.B) {
 				reportRate(b, n, "entities/s")
 				reportFootprint(b, dir)
 				b.ReportMetric(loadRate, "load-entities/s")
+				b.ReportMetric(settled.Seconds(), "settle-s")
 			})
 			b.Run("PartitionQuery", func(b *testing.B) {
 				b.ReportAllocs()
@@ -117,13 +119,19 @@ func openScaleDB(b *testing.B, dir string) *tabula.DB {
 	return db
 }
 
-// reportFootprint reports the process's peak and current resident set and the disk space
-// dir takes (allocated blocks: Badger's files are sparse, their apparent sizes larger).
+// reportFootprint reports the process's memory (see memory) and the disk space dir takes.
 func reportFootprint(b *testing.B, dir string) {
-	if peak, cur, err := residentSet(); err == nil {
-		b.ReportMetric(float64(peak)/(1<<20), "peak-RSS-MB")
-		b.ReportMetric(float64(cur)/(1<<20), "RSS-MB")
+	if m, err := memory(); err == nil {
+		b.ReportMetric(float64(m["VmHWM"])/(1<<20), "peak-RSS-MB")
+		b.ReportMetric(float64(m["VmRSS"])/(1<<20), "RSS-MB")
+		b.ReportMetric(float64(m["RssAnon"])/(1<<20), "anon-RSS-MB")
 	}
+	b.ReportMetric(float64(diskUsage(dir))/(1<<20), "disk-MB")
+}
+
+// diskUsage is the space the files under dir take: allocated blocks, since Badger's files
+// are sparse and their apparent sizes larger.
+func diskUsage(dir string) int64 {
 	var size int64
 	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
@@ -133,40 +141,53 @@ func reportFootprint(b *testing.B, dir string) {
 		}
 		return nil
 	})
-	b.ReportMetric(float64(size)/(1<<20), "disk-MB")
+	return size
 }
 
-// residentSet reads VmHWM (peak) and VmRSS (current) from /proc/self/status, in bytes.
-func residentSet() (peak, cur int64, err error) {
+// settle waits until the disk usage of dir has not changed for quiet (the store's
+// background compactions are done), or for at most limit, and returns how long it waited.
+func settle(dir string, quiet, limit time.Duration) time.Duration {
+	began := time.Now()
+	last, since := diskUsage(dir), time.Now()
+	for time.Since(began) < limit && time.Since(since) < quiet {
+		time.Sleep(250 * time.Millisecond)
+		if now := diskUsage(dir); now != last {
+			last, since = now, time.Now()
+		}
+	}
+	return time.Since(began)
+}
+
+// memory reads the process's memory figures from /proc/self/status, in bytes: VmHWM (peak
+// resident set), VmRSS (current), and RssAnon (its anonymous part: heap, stacks and caches,
+// not mapped files).
+func memory() (map[string]int64, error) {
 	data, err := os.ReadFile("/proc/self/status")
 	if err != nil {
-		return 0, 0, err
+		return nil, err
 	}
+	out := map[string]int64{}
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
 		name, value, ok := strings.Cut(sc.Text(), ":")
-		if !ok || name != "VmHWM" && name != "VmRSS" {
+		if !ok || name != "VmHWM" && name != "VmRSS" && name != "RssAnon" {
 			continue
 		}
 		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 10, 64)
 		if err != nil {
-			return 0, 0, err
+			return nil, err
 		}
-		if name == "VmHWM" {
-			peak = kb << 10
-		} else {
-			cur = kb << 10
-		}
+		out[name] = kb << 10
 	}
-	return peak, cur, nil
+	return out, nil
 }
 
-func TestResidentSet(t *testing.T) {
+func TestMemory(t *testing.T) {
 	if _, err := os.Stat("/proc/self/status"); err != nil {
 		t.Skip("no /proc")
 	}
-	peak, cur, err := residentSet()
-	if err != nil || peak <= 0 || cur <= 0 || cur > peak {
-		t.Errorf("residentSet = %d, %d, %v", peak, cur, err)
+	m, err := memory()
+	if err != nil || m["VmHWM"] <= 0 || m["VmRSS"] <= 0 || m["VmRSS"] > m["VmHWM"] || m["RssAnon"] > m["VmRSS"] {
+		t.Errorf("memory() = %v, %v", m, err)
 	}
 }
