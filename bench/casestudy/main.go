@@ -88,7 +88,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&shape, "shape", "payload", "entity `shape`: payload (one 1 KiB string) or mixed (five typed properties)")
 	fs.DurationVar(&cfg.burst, "burst", 100*time.Millisecond, "token bucket size, as a `duration` of each limit's rate")
 	fs.DurationVar(&cfg.throttleWait, "throttle-wait", 50*time.Millisecond, "pause after ServerBusy before the next request (`duration`; the seed used 3s)")
-	fs.DurationVar(&cfg.latency, "latency", 0, "simulated client round trip added to every request (`duration`)")
+	fs.DurationVar(&cfg.latency, "latency", 0, "simulated client round trip added to every request, ±20% (`duration`)")
 	fs.StringVar(&figs, "figs", strings.Join(allFigs, ","), "`figures` to run: a comma-separated subset of "+strings.Join(allFigs, ","))
 	fs.StringVar(&batchSizes, "batch-sizes", "1,10,20,40,60,80,100", "batch `sizes` of figures 5-7")
 	fs.StringVar(&threads, "threads", "1,2,4,8,16,32", "goroutine `counts` of figures 8-11")
