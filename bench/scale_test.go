@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"testing"
@@ -67,6 +69,7 @@ func BenchmarkScale(b *testing.B) {
 			loadEngine(b, t, w, parts)
 			loadRate := float64(len(parts)*scaleRows) / time.Since(began).Seconds()
 			settled := settle(dir, 3*time.Second, 5*time.Minute)
+			writeHeapProfile(b, size)
 			rng := rand.New(rand.NewPCG(uint64(size), 1))
 			b.Run("PointGet", func(b *testing.B) {
 				b.ReportAllocs()
@@ -119,14 +122,36 @@ func openScaleDB(b *testing.B, dir string) *tabula.DB {
 	return db
 }
 
-// reportFootprint reports the process's memory (see memory) and the disk space dir takes.
+// reportFootprint reports the process's memory (see memory), the Go heap in use and the
+// disk space dir takes.
 func reportFootprint(b *testing.B, dir string) {
 	if m, err := memory(); err == nil {
 		b.ReportMetric(float64(m["VmHWM"])/(1<<20), "peak-RSS-MB")
 		b.ReportMetric(float64(m["VmRSS"])/(1<<20), "RSS-MB")
 		b.ReportMetric(float64(m["RssAnon"])/(1<<20), "anon-RSS-MB")
 	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-MB")
 	b.ReportMetric(float64(diskUsage(dir))/(1<<20), "disk-MB")
+}
+
+// writeHeapProfile writes a heap profile of the loaded, settled store to the directory
+// TABULA_SCALE_HEAPPROFILE names, if it is set: what holds the memory at each size.
+func writeHeapProfile(b *testing.B, size int) {
+	dir := os.Getenv("TABULA_SCALE_HEAPPROFILE")
+	if dir == "" {
+		return
+	}
+	runtime.GC()
+	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("heap-%d.pprof", size)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // diskUsage is the space the files under dir take: allocated blocks, since Badger's files
