@@ -65,16 +65,19 @@ func BenchmarkLimits(b *testing.B) {
 				b.ReportAllocs()
 				t := createTable(b, openEngineWith(b, b.TempDir(), unreachable(m.mode)), "Limits")
 				pk, prefix := w.GUID(), w.RowPrefix(1, 1)
-				n := 0
-				for ; n < limitsWarmup; n++ { // not timed: b.Loop resets the timer
-					if _, err := t.Insert(ctx, w.Entity(pk, RowKey(prefix, n), n)); err != nil {
+				row := 0
+				insert := func() {
+					if _, err := t.Insert(ctx, w.Entity(pk, RowKey(prefix, row), row)); err != nil {
 						b.Fatal(err)
 					}
+					row++
 				}
+				for range limitsWarmup { // not timed: b.Loop resets the timer
+					insert()
+				}
+				n := 0
 				for b.Loop() {
-					if _, err := t.Insert(ctx, w.Entity(pk, RowKey(prefix, n), n)); err != nil {
-						b.Fatal(err)
-					}
+					insert()
 					n++
 				}
 				reportRate(b, n, "entities/s")
