@@ -127,6 +127,7 @@ func (db *DB) DeleteTable(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
+	db.forget(name)
 	db.service.DropTable(rec.Name)
 	db.dropInBackground(rec.ID)
 	return nil

@@ -72,6 +72,9 @@ type DB struct {
 	// service simulates the service's range partitions, rate limits and faults.
 	service *partition.Account
 
+	// open holds the tables operations have resolved (see openTable).
+	open openTables
+
 	// stampMu guards the Timestamp clock.
 	stampMu sync.Mutex
 	// lastTicks is the last Timestamp handed out.

@@ -353,19 +353,19 @@ func (t *Table) page(ctx context.Context, p *preparedQuery, from Continuation) (
 	} else if len(p.plan.Ranges) > 0 {
 		startPK = p.plan.Ranges[0].PartitionKeyLow.Value
 	}
+	ot, err := t.acquire(ctx)
+	if err != nil {
+		return Page{}, err
+	}
+	defer ot.mu.RUnlock()
+	pt, rec := ot.service, ot.rec
+	// A page is admitted before it runs and charged, after, for what it scanned.
+	if err := admit(pt.Admit(startPK, partition.KindQuery, 0), "query"); err != nil {
+		return Page{}, err
+	}
 	page := Page{Plan: p.plan}
-	err := t.db.view(ctx, func(tx *storage.Txn) error {
-		rec, err := lookupTable(tx, t.name)
-		if err != nil {
-			return err
-		}
-		pt := t.db.serviceTable(rec)
-		// A page is admitted before it runs and charged, after, for what it scanned.
-		if err := admit(pt.Admit(startPK, partition.KindQuery, 0), "query"); err != nil {
-			return err
-		}
-		defer func() { pt.Charge(startPK, page.Plan.Scanned) }()
-
+	defer func() { pt.Charge(startPK, page.Plan.Scanned) }()
+	err = t.db.view(ctx, func(tx *storage.Txn) error {
 		s := scanner{p: p, tx: tx, page: &page, clock: t.db.clock, began: t.db.clock(), service: t.db.service}
 		if t.db.boundaries {
 			if b, ok := pt.NextBoundary(startPK); ok {

@@ -2,6 +2,7 @@ package tabula
 
 import (
 	"context"
+	"sync/atomic"
 
 	"github.com/tabuladb/tabula/partition"
 	"github.com/tabuladb/tabula/storage"
@@ -17,6 +18,7 @@ func (db *DB) Table(name string) *Table {
 type Table struct {
 	db   *DB
 	name string
+	open atomic.Pointer[openTable] // the table last resolved under name
 }
 
 // SplitRangePartition makes a range partition start at partitionKey in the simulated
@@ -25,22 +27,13 @@ type Table struct {
 // to put a range boundary where they want one, for instance to exercise a client's
 // continuation handling with Options.BoundaryContinuations.
 func (t *Table) SplitRangePartition(ctx context.Context, partitionKey string) (bool, error) {
-	var split bool
-	err := t.db.view(ctx, func(tx *storage.Txn) error {
-		rec, err := lookupTable(tx, t.name)
-		if err == nil {
-			split = t.db.serviceTable(rec).SplitAt(partitionKey)
-		}
-		return err
-	})
-	return split, err
+	ot, err := t.acquire(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer ot.mu.RUnlock()
+	return ot.service.SplitAt(partitionKey), nil
 }
-
-// serviceTable returns a table's state in the simulated service, under the name the table
-// was created with (one spelling per table, as the service's names are case-insensitive).
-// It is looked up per operation rather than kept, so that a table deleted and created
-// again starts afresh.
-func (db *DB) serviceTable(rec tableRecord) *partition.Table { return db.service.Table(rec.Name) }
 
 // Name returns the name the handle was made with.
 func (t *Table) Name() string { return t.name }
@@ -90,15 +83,16 @@ func (t *Table) Get(ctx context.Context, partitionKey, rowKey string, selected .
 			return false
 		}
 	}
-	err := t.db.view(ctx, func(tx *storage.Txn) error {
-		rec, err := lookupTable(tx, t.name)
-		if err != nil {
-			return err
-		}
-		if err := admit(t.db.serviceTable(rec).Admit(partitionKey, partition.KindGet, 1), "get"); err != nil {
-			return err
-		}
-		key := entityKey(rec.ID, partitionKey, rowKey)
+	ot, err := t.acquire(ctx)
+	if err != nil {
+		return Entity{}, err
+	}
+	defer ot.mu.RUnlock()
+	if err := admit(ot.service.Admit(partitionKey, partition.KindGet, 1), "get"); err != nil {
+		return Entity{}, err
+	}
+	key := entityKey(ot.rec.ID, partitionKey, rowKey)
+	err = t.db.view(ctx, func(tx *storage.Txn) error {
 		found, err := tx.Get(key, func(v []byte) error {
 			d := decoderPool.Get().(*recordDecoder)
 			defer decoderPool.Put(d)
@@ -151,30 +145,23 @@ func (t *Table) applyOne(ctx context.Context, a Action) (int64, error) {
 	if err := a.validate(); err != nil {
 		return 0, err
 	}
-	var (
-		out applied
-		pt  *partition.Table
-	)
-	err := t.db.update(ctx, func(tx *storage.Txn) error {
-		rec, err := lookupTable(tx, t.name)
-		if err != nil {
-			return err
-		}
-		// Admitted once, though a conflict may run this closure again: the service
-		// counts one operation.
-		if pt == nil {
-			pt = t.db.serviceTable(rec)
-			if err := admit(pt.Admit(a.Entity.PartitionKey, a.kind(), 1), a.Kind.String()); err != nil {
-				return err
-			}
-		}
-		out, err = t.db.apply(tx, rec.ID, &a)
+	ot, err := t.acquire(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer ot.mu.RUnlock()
+	if err := admit(ot.service.Admit(a.Entity.PartitionKey, a.kind(), 1), a.Kind.String()); err != nil {
+		return 0, err
+	}
+	var out applied
+	err = t.db.update(ctx, func(tx *storage.Txn) (err error) {
+		out, err = t.db.apply(tx, ot.rec.ID, &a)
 		return err
 	})
 	if err != nil {
 		return 0, err
 	}
-	pt.RecordWrite(a.Entity.PartitionKey, out.entities, out.bytes)
+	ot.service.RecordWrite(a.Entity.PartitionKey, out.entities, out.bytes)
 	return out.ticks, nil
 }
 
@@ -279,15 +266,6 @@ func checkIfMatch(found bool, ticks int64, e *Entity, ifMatch ETag) error {
 			e.PartitionKey, e.RowKey, etagOf(ticks), ifMatch)
 	}
 	return nil
-}
-
-// entityKey resolves the table inside tx and returns the entity's key.
-func (t *Table) entityKey(tx *storage.Txn, pk, rk string) ([]byte, error) {
-	rec, err := lookupTable(tx, t.name)
-	if err != nil {
-		return nil, err
-	}
-	return entityKey(rec.ID, pk, rk), nil
 }
 
 func validateKeys(pk, rk string) error {

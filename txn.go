@@ -202,21 +202,18 @@ func (t *Table) SubmitTransaction(ctx context.Context, actions []Action) ([]Acti
 	results := make([]ActionResult, len(actions))
 	done := make([]applied, len(actions))
 	pk := actions[0].Entity.PartitionKey
-	var pt *partition.Table
-	err := t.db.update(ctx, func(tx *storage.Txn) error {
-		rec, err := lookupTable(tx, t.name)
-		if err != nil {
-			return actionError(0, err)
-		}
-		// A transaction of N actions counts N entities, once however often this runs.
-		if pt == nil {
-			pt = t.db.serviceTable(rec)
-			if err := admit(pt.Admit(pk, partition.KindBatch, len(actions)), "transaction"); err != nil {
-				return err
-			}
-		}
+	ot, err := t.acquire(ctx)
+	if err != nil {
+		return nil, actionError(0, err)
+	}
+	defer ot.mu.RUnlock()
+	// A transaction of N actions counts N entities.
+	if err := admit(ot.service.Admit(pk, partition.KindBatch, len(actions)), "transaction"); err != nil {
+		return nil, err
+	}
+	err = t.db.update(ctx, func(tx *storage.Txn) error {
 		for i := range actions {
-			out, err := t.db.apply(tx, rec.ID, &actions[i])
+			out, err := t.db.apply(tx, ot.rec.ID, &actions[i])
 			if err != nil {
 				return actionError(i, err)
 			}
@@ -236,7 +233,7 @@ func (t *Table) SubmitTransaction(ctx context.Context, actions []Action) ([]Acti
 		entities += out.entities
 		bytes += out.bytes
 	}
-	pt.RecordWrite(pk, entities, bytes)
+	ot.service.RecordWrite(pk, entities, bytes)
 	return results, nil
 }
 
