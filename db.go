@@ -163,7 +163,7 @@ func (db *DB) Close() error {
 // that true across restarts, a bound a little ahead of the Timestamps handed out is persisted
 // before they are used, and the clock resumes above it; with a real clock that costs one tiny
 // write every reserveAhead.
-const reserveAhead = int64(10 * time.Second / 100) // in ticks
+const reserveAhead = 10 * ticksPerSecond
 
 // stamp returns the next Timestamp, in ticks.
 func (db *DB) stamp() (int64, error) {
@@ -220,9 +220,12 @@ func (db *DB) view(ctx context.Context, fn func(tx *storage.Txn) error) error {
 // storageError passes Tabula's own errors and context errors through and turns anything else
 // from the storage layer into the service's errors, so Badger's never leak.
 func storageError(err error) error {
+	if err == nil {
+		return nil
+	}
 	var te *Error
 	switch {
-	case err == nil || errors.As(err, &te) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+	case errors.As(err, &te) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		return err
 	case errors.Is(err, storage.ErrContention):
 		return ErrServerBusy.with("too many concurrent writers on the same entities; retry")

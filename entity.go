@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 	"unicode"
-	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/tabuladb/tabula/odata"
@@ -138,44 +137,76 @@ const (
 	propTimestamp    = "Timestamp"
 )
 
-// utf16Len counts UTF-16 code units, the unit of every length limit the service states.
+// utf16Len counts UTF-16 code units, the unit of every length limit the service states, in
+// valid UTF-8: every byte but continuation bytes starts a character, and characters of four
+// bytes need two units. Runs of ASCII, the common case, are skipped eight bytes at a time.
 func utf16Len(s string) int {
-	n := 0
-	for _, r := range s {
-		n += utf16.RuneLen(r)
+	n, i := len(s), 0
+	for ; i+8 <= len(s); i += 8 {
+		w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		if w&0x8080808080808080 == 0 {
+			continue
+		}
+		for j := i; j < i+8; j++ {
+			n += utf16Delta(s[j])
+		}
+	}
+	for ; i < len(s); i++ {
+		n += utf16Delta(s[i])
 	}
 	return n
 }
 
-// validateEntity checks e against the service's rules. It reports the first rule broken, checking keys, then the property count, then
-// properties in name order, then the size, so the same entity always gets the same error.
-func validateEntity(e *Entity) error {
-	if err := validateKey(propPartitionKey, e.PartitionKey); err != nil {
-		return err
+// utf16Delta is how a byte changes the count of UTF-16 units from the count of bytes.
+func utf16Delta(c byte) int {
+	switch {
+	case c < 0x80:
+		return 0
+	case c < 0xC0: // continuation byte
+		return -1
+	case c >= 0xF0: // leads a supplementary character: a surrogate pair
+		return 1
 	}
-	if err := validateKey(propRowKey, e.RowKey); err != nil {
-		return err
+	return 0
+}
+
+// validateEntity checks e against the service's rules and returns the names of its non-nil
+// properties in byte order, the order records store them in. It reports the first rule
+// broken, checking keys, then the property count, then properties in name order, then the
+// size, so the same entity always gets the same error.
+func validateEntity(e *Entity) ([]string, error) {
+	pkLen, err := validateKey(propPartitionKey, e.PartitionKey)
+	if err != nil {
+		return nil, err
+	}
+	rkLen, err := validateKey(propRowKey, e.RowKey)
+	if err != nil {
+		return nil, err
 	}
 	names := sortedNames(e.Properties)
 	if len(names) > MaxProperties {
-		return ErrTooManyProperties.with("entity has %d properties; the limit is %d", len(names), MaxProperties)
+		return nil, ErrTooManyProperties.with("entity has %d properties; the limit is %d", len(names), MaxProperties)
 	}
+	size := 4 + 2*pkLen + 2*rkLen
 	for _, name := range names {
-		if err := validatePropertyName(name); err != nil {
-			return err
+		nameLen, err := validatePropertyName(name)
+		if err != nil {
+			return nil, err
 		}
-		if err := validateValue(name, e.Properties[name]); err != nil {
-			return err
+		n, err := validateValue(name, e.Properties[name])
+		if err != nil {
+			return nil, err
 		}
+		size += 8 + 2*nameLen + n
 	}
-	if size := EntitySize(e); size > MaxEntitySize {
-		return ErrEntityTooLarge.with("entity is %d bytes by the service's size formula; the limit is %d", size, MaxEntitySize)
+	if size > MaxEntitySize {
+		return nil, ErrEntityTooLarge.with("entity is %d bytes by the service's size formula; the limit is %d", size, MaxEntitySize)
 	}
-	return nil
+	return names, nil
 }
 
-// sortedNames lists the names of the non-nil properties in byte order, which is the order
-// records store them in.
+// sortedNames lists the names of the non-nil properties in byte order.
 func sortedNames(p Properties) []string {
 	names := make([]string, 0, len(p))
 	for name, v := range p {
@@ -187,85 +218,92 @@ func sortedNames(p Properties) []string {
 	return names
 }
 
-// validateKey applies the PartitionKey and RowKey rules: valid UTF-8, at most 1,024 UTF-16
-// code units, and none of / \ # ? or control characters.
-func validateKey(field, key string) error {
+// validateKey applies the PartitionKey and RowKey rules (valid UTF-8, at most 1,024 UTF-16
+// code units, none of / \ # ? or control characters) and returns the key's length.
+func validateKey(field, key string) (int, error) {
 	if !utf8.ValidString(key) {
-		return ErrInvalidInput.with("%s is not valid UTF-8", field)
+		return 0, ErrInvalidInput.with("%s is not valid UTF-8", field)
 	}
-	if n := utf16Len(key); n > MaxKeyLength {
+	n := utf16Len(key)
+	if n > MaxKeyLength {
 		msg := strings.Replace(ErrKeyValueTooLarge.Message, propPartitionKey, field, 1)
-		return ErrKeyValueTooLarge.withMessage(msg, "%s is %d UTF-16 code units long; the limit is %d", field, n, MaxKeyLength)
+		return 0, ErrKeyValueTooLarge.withMessage(msg, "%s is %d UTF-16 code units long; the limit is %d", field, n, MaxKeyLength)
 	}
 	for _, r := range key {
 		if r == '/' || r == '\\' || r == '#' || r == '?' || r <= 0x1F || (r >= 0x7F && r <= 0x9F) {
 			msg := fmt.Sprintf("The '%s' parameter of value '%s' is out of range.", field, key)
-			return ErrOutOfRangeInput.withMessage(msg, "%s %q contains %U, which keys may not contain", field, key, r)
+			return 0, ErrOutOfRangeInput.withMessage(msg, "%s %q contains %U, which keys may not contain", field, key, r)
 		}
 	}
-	return nil
+	return n, nil
 }
 
 // validatePropertyName applies C# identifier rules, as the service does, to each UTF-16 code
-// unit: so a name with a supplementary character, which needs a surrogate pair, is invalid.
-func validatePropertyName(name string) error {
+// unit (so a name with a supplementary character, which needs a surrogate pair, is invalid),
+// and returns the name's length.
+func validatePropertyName(name string) (int, error) {
 	if !utf8.ValidString(name) {
-		return ErrPropertyNameInvalid.with("property name %q is not valid UTF-8", name)
+		return 0, ErrPropertyNameInvalid.with("property name %q is not valid UTF-8", name)
 	}
 	if name == propPartitionKey || name == propRowKey || name == propTimestamp {
-		return ErrPropertyNameInvalid.with("property name %q is a system property; set it through the Entity's fields", name)
+		return 0, ErrPropertyNameInvalid.with("property name %q is a system property; set it through the Entity's fields", name)
 	}
-	if n := utf16Len(name); n > MaxPropertyNameLength {
-		return ErrPropertyNameTooLong.with("property name %.20q… is %d UTF-16 code units long; the limit is %d", name, n, MaxPropertyNameLength)
+	n := utf16Len(name)
+	if n > MaxPropertyNameLength {
+		return 0, ErrPropertyNameTooLong.with("property name %.20q… is %d UTF-16 code units long; the limit is %d", name, n, MaxPropertyNameLength)
 	}
 	if name == "" {
-		return ErrPropertyNameInvalid.with("property name is empty")
+		return 0, ErrPropertyNameInvalid.with("property name is empty")
 	}
 	for i, r := range name {
 		if !isIdentifierRune(r, i == 0) {
-			return ErrPropertyNameInvalid.with("property name %q: %U is not allowed in a C# identifier at that position", name, r)
+			return 0, ErrPropertyNameInvalid.with("property name %q: %U is not allowed in a C# identifier at that position", name, r)
 		}
 	}
-	return nil
+	return n, nil
 }
 
 func isIdentifierRune(r rune, first bool) bool {
+	if r < 0x80 { // the common case, without the Unicode tables
+		return r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || !first && r >= '0' && r <= '9'
+	}
 	if r > 0xFFFF {
 		return false
 	}
-	if r == '_' || unicode.In(r, unicode.Lu, unicode.Ll, unicode.Lt, unicode.Lm, unicode.Lo, unicode.Nl) {
+	if unicode.In(r, unicode.Lu, unicode.Ll, unicode.Lt, unicode.Lm, unicode.Lo, unicode.Nl) {
 		return true
 	}
 	return !first && unicode.In(r, unicode.Mn, unicode.Mc, unicode.Nd, unicode.Pc, unicode.Cf)
 }
 
-// validateValue applies the per-type limits.
-func validateValue(name string, v Property) error {
+// validateValue applies the per-type limits and returns the value's size by the service's
+// entity size formula.
+func validateValue(name string, v Property) (int, error) {
 	switch v := v.(type) {
 	case String:
 		if !utf8.ValidString(string(v)) {
-			return ErrInvalidInput.with("property %q: string is not valid UTF-8", name)
+			return 0, ErrInvalidInput.with("property %q: string is not valid UTF-8", name)
 		}
 		if n := utf16Len(string(v)); n > MaxStringLength {
-			return ErrPropertyValueTooLarge.with("property %q: string is %d UTF-16 code units long; the limit is %d", name, n, MaxStringLength)
+			return 0, ErrPropertyValueTooLarge.with("property %q: string is %d UTF-16 code units long; the limit is %d", name, n, MaxStringLength)
 		}
 	case Binary:
 		if len(v) > MaxBinaryLength {
-			return ErrPropertyValueTooLarge.with("property %q: binary value is %d bytes; the limit is %d", name, len(v), MaxBinaryLength)
+			return 0, ErrPropertyValueTooLarge.with("property %q: binary value is %d bytes; the limit is %d", name, len(v), MaxBinaryLength)
 		}
 	case DateTime:
 		t := time.Time(v)
 		if t.Before(minDateTime) || t.After(maxDateTime) {
 			msg := fmt.Sprintf("The '%s' parameter of value '%s' is out of range.", name, t.UTC().Format("01/02/2006 15:04:05"))
-			return ErrOutOfRangeInput.withMessage(msg, "property %q: DateTime %s is outside %s..%s", name,
+			return 0, ErrOutOfRangeInput.withMessage(msg, "property %q: DateTime %s is outside %s..%s", name,
 				formatTime(t), formatTime(minDateTime), formatTime(maxDateTime))
 		}
 	case Boolean, Double, Guid, Int32, Int64:
 	default:
 		// Only this package's types satisfy Property; a nil *T cannot reach here either.
-		return ErrInvalidValueType.with("property %q has unsupported type %T", name, v)
+		return 0, ErrInvalidValueType.with("property %q has unsupported type %T", name, v)
 	}
-	return nil
+	return valueSize(v), nil
 }
 
 // valueSize is sizeof(value) in the service's entity size formula.
@@ -308,8 +346,39 @@ func timeOfTicks(ticks int64) time.Time { return odata.TimeFromTicks(ticks) }
 // formatTime writes t as the service does: UTC, up to 7 fraction digits, trailing zeros
 // trimmed, and no fraction at all when it is zero.
 func formatTime(t time.Time) string {
-	return t.UTC().Format("2006-01-02T15:04:05.9999999Z07:00")
+	return string(appendTicks(make([]byte, 0, 28), ticksOf(t), ":"))
 }
+
+// appendTicks writes ticks as formatTime does, with colon between hours, minutes and
+// seconds. It is written out by hand because every returned entity's ETag needs it, and
+// time.Format followed by a replacement allocated four times.
+func appendTicks(dst []byte, ticks int64, colon string) []byte {
+	t := timeOfTicks(ticks)
+	year, month, day := t.Date()
+	hour, minute, second := t.Clock()
+	two := func(dst []byte, n int) []byte { return append(dst, byte('0'+n/10), byte('0'+n%10)) }
+	dst = two(two(dst, year/100), year%100)
+	dst = two(append(dst, '-'), int(month))
+	dst = two(append(dst, '-'), day)
+	dst = two(append(dst, 'T'), hour)
+	dst = two(append(dst, colon...), minute)
+	dst = two(append(dst, colon...), second)
+	if frac := ticks % ticksPerSecond; frac != 0 {
+		var digits [7]byte
+		for i := 6; i >= 0; i-- {
+			digits[i] = byte('0' + frac%10)
+			frac /= 10
+		}
+		n := 7
+		for digits[n-1] == '0' {
+			n--
+		}
+		dst = append(append(dst, '.'), digits[:n]...)
+	}
+	return append(dst, 'Z')
+}
+
+const ticksPerSecond = int64(time.Second / 100)
 
 // ETag identifies one version of an entity. The service derives it from the Timestamp,
 // W/"datetime'2022-03-01T20%3A40%3A24.4317535Z'", and so does Tabula.
@@ -320,7 +389,8 @@ type ETag string
 const AnyETag ETag = "*"
 
 func etagOf(ticks int64) ETag {
-	return ETag(`W/"datetime'` + strings.ReplaceAll(formatTime(timeOfTicks(ticks)), ":", "%3A") + `'"`)
+	b := append(make([]byte, 0, 48), `W/"datetime'`...)
+	return ETag(append(appendTicks(b, ticks, "%3A"), `'"`...))
 }
 
 // ticks parses the Timestamp out of the ETag (accepting ':' or "%3A").

@@ -3,12 +3,15 @@ package tabula
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/tabuladb/tabula/odata"
 )
 
 func manyProps(n int) Properties {
@@ -164,17 +167,17 @@ func TestMergeIsValidatedOnTheResult(t *testing.T) {
 }
 
 func TestErrorMessages(t *testing.T) {
-	err := validateKey("RowKey", strings.Repeat("r", 1025))
+	_, err := validateKey("RowKey", strings.Repeat("r", 1025))
 	var te *Error
 	require.ErrorAs(t, err, &te)
 	assert.Equal(t, "The 'RowKey' property exceeds the maximum allowed key size (2KB). It is a UTF-16 encoded string and the maximum number of characters should be 1K or less.", te.Message)
 	assert.Equal(t, "tabula: RowKey is 1025 UTF-16 code units long; the limit is 1024 (KeyValueTooLarge)", te.Error())
 
-	err = validateKey("PartitionKey", "a#b")
+	_, err = validateKey("PartitionKey", "a#b")
 	require.ErrorAs(t, err, &te)
 	assert.Equal(t, "The 'PartitionKey' parameter of value 'a#b' is out of range.", te.Message)
 
-	err = validateValue("Born", DateTime(time.Date(1500, 3, 4, 5, 6, 7, 0, time.UTC)))
+	_, err = validateValue("Born", DateTime(time.Date(1500, 3, 4, 5, 6, 7, 0, time.UTC)))
 	require.ErrorAs(t, err, &te)
 	assert.Equal(t, "The 'Born' parameter of value '03/04/1500 05:06:07' is out of range.", te.Message)
 
@@ -225,5 +228,18 @@ func TestGuid(t *testing.T) {
 	for _, bad := range []string{"", "c9da6455213d42c99a793e9149a57833", "g9da6455-213d-42c9-9a79-3e9149a57833", "c9da6455-213d-42c9-9a79-3e9149a5783"} {
 		_, err := ParseGuid(bad)
 		assert.ErrorIs(t, err, ErrInvalidInput, bad)
+	}
+}
+
+// The hand-written formatter agrees with time.Format everywhere in the service's range.
+func TestFormatTimeAgreesWithTimeFormat(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 10_000 {
+		ticks := r.Int64N(odata.MaxTicks + 1)
+		if r.IntN(4) == 0 {
+			ticks -= ticks % ticksPerSecond // whole seconds, no fraction
+		}
+		tm := timeOfTicks(ticks)
+		require.Equal(t, tm.Format("2006-01-02T15:04:05.9999999Z07:00"), formatTime(tm), "ticks %d", ticks)
 	}
 }

@@ -49,16 +49,25 @@ func entityKey(id uint64, pk, rk string) []byte {
 
 // decodeEntityKey returns the keys of an entity key of a known table.
 func decodeEntityKey(key []byte) (pk, rk string, err error) {
+	pkEnc, rkEnc, err := cutEntityKey(key)
+	if err != nil {
+		return "", "", err
+	}
+	return storage.DecodePart(pkEnc), storage.DecodePart(rkEnc), nil
+}
+
+// cutEntityKey returns the encoded keys of an entity key, undecoded.
+func cutEntityKey(key []byte) (pk, rk []byte, err error) {
 	if len(key) < 9 || key[0] != prefixEntity {
-		return "", "", errCorrupt("entity key too short")
+		return nil, nil, errCorrupt("entity key too short")
 	}
-	pk, rest, last, err := storage.NextPart(key[9:])
+	pk, rest, last, err := storage.CutPart(key[9:])
 	if err != nil || last {
-		return "", "", errCorrupt("entity key has no RowKey")
+		return nil, nil, errCorrupt("entity key has no RowKey")
 	}
-	rk, _, last, err = storage.NextPart(rest)
+	rk, _, last, err = storage.CutPart(rest)
 	if err != nil || !last {
-		return "", "", errCorrupt("entity key has extra parts")
+		return nil, nil, errCorrupt("entity key has extra parts")
 	}
 	return pk, rk, nil
 }

@@ -186,7 +186,7 @@ func selection(names []string) (func(string) bool, error) {
 		return nil, nil
 	}
 	for _, n := range names {
-		if n != propPartitionKey && n != propRowKey && n != propTimestamp && validatePropertyName(n) != nil {
+		if _, err := validatePropertyName(n); err != nil && n != propPartitionKey && n != propRowKey && n != propTimestamp {
 			return nil, ErrInvalidInput.with("select names %q, which is not a property name", n)
 		}
 	}
@@ -375,6 +375,18 @@ func (t *Table) page(ctx context.Context, p *preparedQuery, from Continuation) (
 		s.dec = decoderPool.Get().(*recordDecoder)
 		defer decoderPool.Put(s.dec)
 		s.rec.init()
+		s.decode = s.decodeRecord
+		if p.plan.Kind == PlanPoint && start == nil {
+			// One key: a lookup, not an iterator (whose Seek costs more than the read).
+			r := p.plan.Ranges[0]
+			key := entityKey(rec.ID, r.PartitionKeyLow.Value, r.RowKeyLow.Value)
+			s.rec.reset(key)
+			found, err := tx.Get(key, s.decode)
+			if err != nil || !found {
+				return err
+			}
+			return s.examined()
+		}
 		for _, r := range p.plan.Ranges {
 			lower, upper := rangeBounds(rec.ID, r)
 			if start != nil {
@@ -414,7 +426,33 @@ type scanner struct {
 	boundaryPK string
 	dec        *recordDecoder
 	rec        scanRecord
-	full       bool // the page holds Top entities; the next key seen becomes the token
+	decode     func(value []byte) error // decodeRecord, bound once rather than per entity
+	full       bool                     // the page holds Top entities; the next key seen becomes the token
+}
+
+// decodeRecord decodes a value into the record under examination.
+func (s *scanner) decodeRecord(value []byte) (err error) {
+	s.rec.ticks, err = s.dec.each(value, nil, s.rec.add)
+	return err
+}
+
+// examined counts the entity just decoded into s.rec and keeps it if the filter matches.
+func (s *scanner) examined() error {
+	s.page.Plan.Scanned++
+	if !s.p.pred.Match(&s.rec) {
+		return nil
+	}
+	e, err := s.rec.entity(s.p.keep)
+	if err != nil {
+		return err
+	}
+	if s.page.Entities == nil {
+		s.page.Entities = make([]Entity, 0, min(s.p.top, 64))
+	}
+	s.page.Entities = append(s.page.Entities, e)
+	s.page.Plan.Returned++
+	s.full = len(s.page.Entities) == s.p.top
+	return nil
 }
 
 // scan examines [lower, upper) and reports whether the page is done.
@@ -436,25 +474,13 @@ func (s *scanner) scan(ctx context.Context, lower, upper []byte) (bool, error) {
 		if err := ctx.Err(); err != nil {
 			return true, err
 		}
-		s.page.Plan.Scanned++
 		s.rec.reset(key)
-		err := it.Value(func(v []byte) (err error) {
-			s.rec.ticks, err = s.dec.each(v, nil, s.rec.add)
-			return err
-		})
-		if err != nil {
+		if err := it.Value(s.decode); err != nil {
 			return true, err
 		}
-		if !s.p.pred.Match(&s.rec) {
-			continue
-		}
-		e, err := s.rec.entity(s.p.keep)
-		if err != nil {
+		if err := s.examined(); err != nil {
 			return true, err
 		}
-		s.page.Entities = append(s.page.Entities, e)
-		s.page.Plan.Returned++
-		s.full = len(s.page.Entities) == s.p.top
 	}
 	return false, nil
 }
@@ -533,7 +559,8 @@ func rangeBounds(id uint64, r odata.KeyRange) (lower, upper []byte) {
 type scanRecord struct {
 	key    []byte
 	pk, rk string
-	keys   bool // pk and rk are decoded from key
+	keys   bool   // pk and rk are decoded from key
+	pkEnc  []byte // the encoded form of pk, to reuse pk while a scan stays in one partition
 	ticks  int64
 	names  []string
 	values []odata.Value
@@ -556,9 +583,16 @@ func (r *scanRecord) decodeKeys() error {
 	if r.keys {
 		return nil
 	}
-	pk, rk, err := decodeEntityKey(r.key)
-	r.pk, r.rk, r.keys = pk, rk, err == nil
-	return err
+	pkEnc, rkEnc, err := cutEntityKey(r.key)
+	if err != nil {
+		return err
+	}
+	if r.pkEnc == nil || !bytes.Equal(pkEnc, r.pkEnc) {
+		r.pk = storage.DecodePart(pkEnc)
+		r.pkEnc = append(r.pkEnc[:0], pkEnc...)
+	}
+	r.rk, r.keys = storage.DecodePart(rkEnc), true
+	return nil
 }
 
 // Property implements odata.Record.
@@ -624,7 +658,7 @@ func decodeToken(field, token string) (string, error) {
 		return bad("it is not base64")
 	}
 	key := string(raw)
-	if err := validateKey(field, key); err != nil {
+	if _, err := validateKey(field, key); err != nil {
 		return bad("it does not hold a valid key")
 	}
 	return key, nil

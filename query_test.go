@@ -284,7 +284,7 @@ func TestFullScanMemoryIsBounded(t *testing.T) {
 		require.NoError(t, db.store.Update(func(tx *storage.Txn) error {
 			for i := start; i < start+5000; i++ {
 				props := Properties{"N": Int32(i), "Payload": payload}
-				if err := tx.Set(entityKey(id, fmt.Sprintf("p%03d", i%300), fmt.Sprintf("r%06d", i)), encodeRecord(int64(i), props, 256)); err != nil {
+				if err := tx.Set(entityKey(id, fmt.Sprintf("p%03d", i%300), fmt.Sprintf("r%06d", i)), testRecord(int64(i), props)); err != nil {
 					return err
 				}
 			}

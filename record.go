@@ -32,15 +32,29 @@ const (
 var encoderPool = sync.Pool{New: func() any { return msgpack.NewEncoder(nil) }}
 
 // encodeRecord returns a new byte slice holding the record of an entity written at ticks.
-// props must have been validated.
-func encodeRecord(ticks int64, props Properties, sizeHint int) []byte {
+// props must have been validated, and names must be its non-nil property names in byte
+// order, as validateEntity returns them.
+func encodeRecord(ticks int64, props Properties, names []string) []byte {
+	// Size the buffer from byte lengths: strings and binaries as they are, a name and its
+	// type and framing within 8 bytes, a fixed-size value within 9.
+	size := 16
+	for _, name := range names {
+		size += len(name) + 8
+		switch v := props[name].(type) {
+		case String:
+			size += len(v) + 5
+		case Binary:
+			size += len(v) + 5
+		default:
+			size += 17
+		}
+	}
 	var buf bytes.Buffer
-	buf.Grow(sizeHint + 16)
+	buf.Grow(size)
 	buf.WriteByte(recordVersion)
 	enc := encoderPool.Get().(*msgpack.Encoder)
 	defer encoderPool.Put(enc)
 	enc.Reset(&buf)
-	names := sortedNames(props)
 	// Writes to a bytes.Buffer cannot fail, so the encoder's errors are not checked.
 	_ = enc.EncodeInt(ticks)
 	_ = enc.EncodeArrayLen(len(names))

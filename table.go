@@ -142,7 +142,8 @@ func (t *Table) Delete(ctx context.Context, partitionKey, rowKey string, ifMatch
 // applyOne validates one action and applies it in a transaction of its own, returning the
 // Timestamp it wrote.
 func (t *Table) applyOne(ctx context.Context, a Action) (int64, error) {
-	if err := a.validate(); err != nil {
+	names, err := a.validate()
+	if err != nil {
 		return 0, err
 	}
 	ot, err := t.acquire(ctx)
@@ -155,7 +156,7 @@ func (t *Table) applyOne(ctx context.Context, a Action) (int64, error) {
 	}
 	var out applied
 	err = t.db.update(ctx, func(tx *storage.Txn) (err error) {
-		out, err = t.db.apply(tx, ot.rec.ID, &a)
+		out, err = t.db.apply(tx, ot.rec.ID, &a, names)
 		return err
 	})
 	if err != nil {
@@ -173,9 +174,10 @@ type applied struct {
 }
 
 // apply performs one validated action on the entities of table id inside tx and reports what
-// it did. It is the one place that gives Insert, Update, Upsert and Delete their meaning, for
-// single operations and transactions alike.
-func (db *DB) apply(tx *storage.Txn, id uint64, a *Action) (applied, error) {
+// it did; names are the action's property names as validate returned them. It is the one
+// place that gives Insert, Update, Upsert and Delete their meaning, for single operations and
+// transactions alike.
+func (db *DB) apply(tx *storage.Txn, id uint64, a *Action, names []string) (applied, error) {
 	e := &a.Entity
 	key := entityKey(id, e.PartitionKey, e.RowKey)
 	props := e.Properties
@@ -237,7 +239,7 @@ func (db *DB) apply(tx *storage.Txn, id uint64, a *Action) (applied, error) {
 			props = old
 			// The merged entity may break a limit that neither part broke alone.
 			merged := Entity{PartitionKey: e.PartitionKey, RowKey: e.RowKey, Properties: props}
-			if err := validateEntity(&merged); err != nil {
+			if names, err = validateEntity(&merged); err != nil {
 				return applied{}, err
 			}
 		}
@@ -246,8 +248,7 @@ func (db *DB) apply(tx *storage.Txn, id uint64, a *Action) (applied, error) {
 	if err != nil {
 		return applied{}, err
 	}
-	size := EntitySize(&Entity{PartitionKey: e.PartitionKey, RowKey: e.RowKey, Properties: props})
-	record := encodeRecord(ticks, props, size)
+	record := encodeRecord(ticks, props, names)
 	out := applied{ticks: ticks, bytes: int64(len(key)+len(record)) - oldSize}
 	if !found {
 		out.entities = 1
@@ -269,10 +270,11 @@ func checkIfMatch(found bool, ticks int64, e *Entity, ifMatch ETag) error {
 }
 
 func validateKeys(pk, rk string) error {
-	if err := validateKey(propPartitionKey, pk); err != nil {
+	if _, err := validateKey(propPartitionKey, pk); err != nil {
 		return err
 	}
-	return validateKey(propRowKey, rk)
+	_, err := validateKey(propRowKey, rk)
+	return err
 }
 
 func errEntityNotFound(pk, rk string) error {

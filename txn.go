@@ -1,6 +1,7 @@
 package tabula
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -103,29 +104,31 @@ func (a *Action) kind() partition.Kind {
 	}
 }
 
-// validate applies the service's input rules to one action, before any storage work.
-func (a *Action) validate() error {
+// validate applies the service's input rules to one action, before any storage work, and
+// returns the names of the properties it writes in byte order (nil for a Delete).
+func (a *Action) validate() ([]string, error) {
 	if (a.Kind == ActionUpdate || a.Kind == ActionUpsert) && a.Mode != Replace && a.Mode != Merge {
-		return ErrInvalidInput.with("update mode %d is neither Replace nor Merge", int(a.Mode))
+		return nil, ErrInvalidInput.with("update mode %d is neither Replace nor Merge", int(a.Mode))
 	}
 	switch a.Kind {
 	case ActionInsert, ActionUpsert:
 		if a.IfMatch != "" {
-			return ErrInvalidInput.with("an %s takes no IfMatch condition; use an Update for a conditional write", a.Kind)
+			return nil, ErrInvalidInput.with("an %s takes no IfMatch condition; use an Update for a conditional write", a.Kind)
 		}
 		return validateEntity(&a.Entity)
 	case ActionUpdate:
-		if err := validateEntity(&a.Entity); err != nil {
-			return err
+		names, err := validateEntity(&a.Entity)
+		if err != nil {
+			return nil, err
 		}
-		return a.IfMatch.check()
+		return names, a.IfMatch.check()
 	case ActionDelete:
 		if err := validateKeys(a.Entity.PartitionKey, a.Entity.RowKey); err != nil {
-			return err
+			return nil, err
 		}
-		return a.IfMatch.check()
+		return nil, a.IfMatch.check()
 	}
-	return ErrInvalidInput.with("action kind %d is not Insert, Update, Upsert or Delete", int(a.Kind))
+	return nil, ErrInvalidInput.with("action kind %d is not Insert, Update, Upsert or Delete", int(a.Kind))
 }
 
 // ActionResult is what one action of a successful transaction wrote.
@@ -196,7 +199,8 @@ func actionError(i int, err error) error {
 // writes of one batch a shared Timestamp and sometimes not (semantics.md §3), so clients
 // cannot rely on either, and Tabula keeps its DB-wide invariant.
 func (t *Table) SubmitTransaction(ctx context.Context, actions []Action) ([]ActionResult, error) {
-	if err := validateTransaction(actions); err != nil {
+	names, err := validateTransaction(actions)
+	if err != nil {
 		return nil, err
 	}
 	results := make([]ActionResult, len(actions))
@@ -213,7 +217,7 @@ func (t *Table) SubmitTransaction(ctx context.Context, actions []Action) ([]Acti
 	}
 	err = t.db.update(ctx, func(tx *storage.Txn) error {
 		for i := range actions {
-			out, err := t.db.apply(tx, ot.rec.ID, &actions[i])
+			out, err := t.db.apply(tx, ot.rec.ID, &actions[i], names[i])
 			if err != nil {
 				return actionError(i, err)
 			}
@@ -239,40 +243,42 @@ func (t *Table) SubmitTransaction(ctx context.Context, actions []Action) ([]Acti
 
 // validateTransaction checks the service's rules for a transaction in the order the service
 // meets them: the request as a whole, then each action in turn.
-func validateTransaction(actions []Action) error {
+func validateTransaction(actions []Action) ([][]string, error) {
 	if len(actions) == 0 {
-		return ErrInvalidInput.with("a transaction needs at least one action")
+		return nil, ErrInvalidInput.with("a transaction needs at least one action")
 	}
 	if size := TransactionPayloadSize(actions); size > MaxTransactionPayload {
-		return ErrRequestBodyTooLarge.with("transaction payload is %d bytes by TransactionPayloadSize; the limit is %d",
+		return nil, ErrRequestBodyTooLarge.with("transaction payload is %d bytes by TransactionPayloadSize; the limit is %d",
 			size, MaxTransactionPayload)
 	}
 	if n := len(actions); n > MaxTransactionActions {
-		return &TransactionError{Index: MaxTransactionActions - 1, Err: ErrInvalidInput.withMessage(
+		return nil, &TransactionError{Index: MaxTransactionActions - 1, Err: ErrInvalidInput.withMessage(
 			"The batch request operation exceeds the maximum 100 changes per change set.",
 			"transaction has %d actions; the limit is %d", n, MaxTransactionActions)}
 	}
 	pk := actions[0].Entity.PartitionKey
 	rows := make(map[string]struct{}, len(actions))
+	names := make([][]string, len(actions))
 	for i := range actions {
 		a := &actions[i]
-		if err := a.validate(); err != nil {
-			return actionError(i, err)
+		var err error
+		if names[i], err = a.validate(); err != nil {
+			return nil, actionError(i, err)
 		}
 		if a.Entity.PartitionKey != pk {
-			return &TransactionError{Index: i, Err: ErrCommandsInBatchActOnDifferentPartitions.with(
+			return nil, &TransactionError{Index: i, Err: ErrCommandsInBatchActOnDifferentPartitions.with(
 				"action %d has PartitionKey %q but action 0 has %q; a transaction acts on one partition",
 				i, a.Entity.PartitionKey, pk)}
 		}
 		rk := a.Entity.RowKey
 		if _, dup := rows[rk]; dup {
 			msg := strings.Replace(ErrInvalidDuplicateRow.Message, "''", "'"+rk+"'", 1)
-			return &TransactionError{Index: i, Err: ErrInvalidDuplicateRow.withMessage(msg,
+			return nil, &TransactionError{Index: i, Err: ErrInvalidDuplicateRow.withMessage(msg,
 				"action %d has RowKey %q, which an earlier action has; an entity may appear once in a transaction", i, rk)}
 		}
 		rows[rk] = struct{}{}
 	}
-	return nil
+	return names, nil
 }
 
 // TransactionPayloadSize is the size Tabula checks against the service's 4 MiB limit on a
@@ -310,7 +316,7 @@ func jsonBodySize(e *Entity) int {
 		size += len(`,:`) + jsonStringSize(name) + n
 		if annotated {
 			// ,"<name>@odata.type":"Edm.X"
-			size += len(`,:`) + jsonStringSize(name+"@odata.type") + jsonStringSize(string(v.EdmType()))
+			size += len(`,:`) + jsonStringSize(name) + len("@odata.type") + jsonStringSize(string(v.EdmType()))
 		}
 	}
 	return size
@@ -329,7 +335,15 @@ func jsonValueSize(v Property, scratch []byte) (int, bool) {
 		}
 		return len("false"), false
 	case DateTime:
-		return 2 + len(formatTime(time.Time(v))), true
+		// "2006-01-02T15:04:05Z", plus a point and the fraction's digits without trailing zeros.
+		n := 2 + len("2006-01-02T15:04:05Z")
+		if frac := ticksOf(time.Time(v)) % ticksPerSecond; frac != 0 {
+			n += 8
+			for ; frac%10 == 0; frac /= 10 {
+				n--
+			}
+		}
+		return n, true
 	case Double:
 		f := float64(v)
 		switch {
@@ -341,15 +355,16 @@ func jsonValueSize(v Property, scratch []byte) (int, bool) {
 			return len(`"-Infinity"`), true
 		}
 		s := strconv.AppendFloat(scratch, f, 'g', -1, 64)
-		mantissa, exp, found := strings.Cut(string(s), "e")
-		if !found {
-			if !strings.Contains(mantissa, ".") {
+		e := bytes.IndexByte(s, 'e')
+		if e < 0 {
+			if bytes.IndexByte(s, '.') < 0 {
 				return len(s) + len(".0"), false // an integral Double is written 5.0 to stay a Double
 			}
 			return len(s), false
 		}
 		// Go writes 1e+300 and 1e-07; JSON needs only 1e300 and 1e-7.
-		n := len(mantissa) + len("e") + len(strings.TrimLeft(exp, "+-0"))
+		mantissa, exp := s[:e], s[e+1:]
+		n := len(mantissa) + len("e") + len(bytes.TrimLeft(exp, "+-0"))
 		if exp[0] == '-' {
 			n++
 		}
@@ -368,8 +383,19 @@ func jsonValueSize(v Property, scratch []byte) (int, bool) {
 // the quotes, \" and \\, two-character escapes for \b \f \n \r \t and \u00XX for other
 // control characters.
 func jsonStringSize(s string) int {
-	n := 2 + len(s)
-	for i := 0; i < len(s); i++ {
+	n, i := 2+len(s), 0
+	// Skip eight bytes at a time while none needs an escape: no byte below 0x20 (the
+	// subtraction borrows into a high bit only there, for bytes below 0x80), '"' or '\\'.
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for ; i+8 <= len(s); i += 8 {
+		w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		quote, backslash := w^(ones*'"'), w^(ones*'\\')
+		if ((w-ones*0x20)|(quote-ones)|(backslash-ones))&^w&highs != 0 {
+			break
+		}
+	}
+	for ; i < len(s); i++ {
 		switch c := s[i]; {
 		case c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t':
 			n++

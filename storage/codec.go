@@ -80,25 +80,57 @@ func SuccessorOf(key []byte) []byte {
 // NextPart decodes the part at the start of b and returns it with the rest of b after its
 // separator. last reports that the part ran to the end of b (no separator followed).
 func NextPart(b []byte) (part string, rest []byte, last bool, err error) {
-	buf := make([]byte, 0, len(b))
+	encoded, rest, last, err := CutPart(b)
+	if err != nil {
+		return "", nil, false, err
+	}
+	return DecodePart(encoded), rest, last, nil
+}
+
+// CutPart splits the encoded part at the start of b from the rest of b after its separator,
+// without decoding it, so that callers can compare encoded parts (a scan over one partition
+// sees the same PartitionKey again and again) before paying for a decode.
+func CutPart(b []byte) (encoded, rest []byte, last bool, err error) {
 	for i := 0; i < len(b); i++ {
-		c := b[i]
-		if c != escapeByte {
-			buf = append(buf, unmap[c])
+		if b[i] != escapeByte {
 			continue
 		}
 		if i+1 == len(b) {
-			return "", nil, false, ErrBadKey
+			return nil, nil, false, ErrBadKey
 		}
 		switch b[i+1] {
 		case nulByte:
-			buf = append(buf, 0)
 			i++
 		case sepByte:
-			return string(buf), b[i+2:], false, nil
+			return b[:i], b[i+2:], false, nil
 		default:
-			return "", nil, false, ErrBadKey
+			return nil, nil, false, ErrBadKey
 		}
 	}
-	return string(buf), nil, true, nil
+	return b, nil, true, nil
+}
+
+// DecodePart decodes a part that CutPart returned.
+func DecodePart(encoded []byte) string {
+	clean := true
+	for _, c := range encoded {
+		if c == escapeByte || c >= 0xEE {
+			clean = false
+			break
+		}
+	}
+	if clean { // the common case: the encoding is the text itself
+		return string(encoded)
+	}
+	buf := make([]byte, 0, len(encoded))
+	for i := 0; i < len(encoded); i++ {
+		c := encoded[i]
+		if c == escapeByte { // CutPart guarantees an escaped NUL here
+			buf = append(buf, 0)
+			i++
+			continue
+		}
+		buf = append(buf, unmap[c])
+	}
+	return string(buf)
 }
