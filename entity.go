@@ -1,6 +1,7 @@
 package tabula
 
 import (
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"net/url"
@@ -9,6 +10,7 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/tabuladb/tabula/odata"
 )
@@ -141,11 +143,9 @@ const (
 // valid UTF-8: every byte but continuation bytes starts a character, and characters of four
 // bytes need two units. Runs of ASCII, the common case, are skipped eight bytes at a time.
 func utf16Len(s string) int {
-	n, i := len(s), 0
-	for ; i+8 <= len(s); i += 8 {
-		w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
-		if w&0x8080808080808080 == 0 {
+	n, i, b := len(s), 0, stringBytes(s)
+	for ; i+8 <= len(b); i += 8 {
+		if binary.LittleEndian.Uint64(b[i:])&0x8080808080808080 == 0 {
 			continue
 		}
 		for j := i; j < i+8; j++ {
@@ -157,6 +157,10 @@ func utf16Len(s string) int {
 	}
 	return n
 }
+
+// stringBytes views s as bytes without copying, for word-at-a-time scans; the bytes must
+// not be modified.
+func stringBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
 // utf16Delta is how a byte changes the count of UTF-16 units from the count of bytes.
 func utf16Delta(c byte) int {
@@ -229,8 +233,12 @@ func validateKey(field, key string) (int, error) {
 		msg := strings.Replace(ErrKeyValueTooLarge.Message, propPartitionKey, field, 1)
 		return 0, ErrKeyValueTooLarge.withMessage(msg, "%s is %d UTF-16 code units long; the limit is %d", field, n, MaxKeyLength)
 	}
-	for _, r := range key {
-		if r == '/' || r == '\\' || r == '#' || r == '?' || r <= 0x1F || (r >= 0x7F && r <= 0x9F) {
+	// Every forbidden character is ASCII except U+0080–U+009F, which UTF-8 writes 0xC2 0x80–0x9F.
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		if c < 0x20 || c == 0x7F || c == '/' || c == '\\' || c == '#' || c == '?' ||
+			c == 0xC2 && i+1 < len(key) && key[i+1] <= 0x9F {
+			r, _ := utf8.DecodeRuneInString(key[i:])
 			msg := fmt.Sprintf("The '%s' parameter of value '%s' is out of range.", field, key)
 			return 0, ErrOutOfRangeInput.withMessage(msg, "%s %q contains %U, which keys may not contain", field, key, r)
 		}
@@ -284,9 +292,11 @@ func validateValue(name string, v Property) (int, error) {
 		if !utf8.ValidString(string(v)) {
 			return 0, ErrInvalidInput.with("property %q: string is not valid UTF-8", name)
 		}
-		if n := utf16Len(string(v)); n > MaxStringLength {
+		n := utf16Len(string(v))
+		if n > MaxStringLength {
 			return 0, ErrPropertyValueTooLarge.with("property %q: string is %d UTF-16 code units long; the limit is %d", name, n, MaxStringLength)
 		}
+		return 2*n + 4, nil // valueSize, without counting again
 	case Binary:
 		if len(v) > MaxBinaryLength {
 			return 0, ErrPropertyValueTooLarge.with("property %q: binary value is %d bytes; the limit is %d", name, len(v), MaxBinaryLength)
@@ -346,7 +356,8 @@ func timeOfTicks(ticks int64) time.Time { return odata.TimeFromTicks(ticks) }
 // formatTime writes t as the service does: UTC, up to 7 fraction digits, trailing zeros
 // trimmed, and no fraction at all when it is zero.
 func formatTime(t time.Time) string {
-	return string(appendTicks(make([]byte, 0, 28), ticksOf(t), ":"))
+	var buf [32]byte
+	return string(appendTicks(buf[:0], ticksOf(t), ":"))
 }
 
 // appendTicks writes ticks as formatTime does, with colon between hours, minutes and
@@ -389,8 +400,9 @@ type ETag string
 const AnyETag ETag = "*"
 
 func etagOf(ticks int64) ETag {
-	b := append(make([]byte, 0, 48), `W/"datetime'`...)
-	return ETag(append(appendTicks(b, ticks, "%3A"), `'"`...))
+	var buf [48]byte
+	b := append(buf[:0], `W/"datetime'`...)
+	return ETag(append(appendTicks(b, ticks, "%3A"), `'"`...)) // the one allocation
 }
 
 // ticks parses the Timestamp out of the ETag (accepting ':' or "%3A").

@@ -44,7 +44,10 @@ func partitionPrefix(id uint64, pk string) []byte {
 }
 
 func entityKey(id uint64, pk, rk string) []byte {
-	return storage.AppendPart(partitionPrefix(id, pk), rk)
+	// Sized for the prefix, both parts and the separator; only an escaped NUL, which valid
+	// keys never hold, would grow it.
+	k := binary.BigEndian.AppendUint64(append(make([]byte, 0, 11+len(pk)+len(rk)), prefixEntity), id)
+	return storage.AppendPart(storage.AppendSeparator(storage.AppendPart(k, pk)), rk)
 }
 
 // decodeEntityKey returns the keys of an entity key of a known table.

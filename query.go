@@ -133,7 +133,10 @@ var ErrFullScanForbidden = newError("FullScanForbidden", 400,
 
 // preparedQuery is a query parsed, planned and compiled once, reused for every page.
 type preparedQuery struct {
-	pred   *odata.Predicate
+	pred *odata.Predicate
+	// exact is set when the plan's key ranges are the filter: every entity they hold
+	// matches, so the predicate need not run on each.
+	exact  bool
 	plan   Plan
 	keep   func(name string) bool // nil keeps every property
 	top    int
@@ -156,7 +159,7 @@ func (db *DB) prepare(q Query) (*preparedQuery, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &preparedQuery{pred: odata.Compile(expr), keep: keep, top: top, budget: db.queryBudget}
+	p := &preparedQuery{pred: odata.Compile(expr), exact: keysOnly(expr), keep: keep, top: top, budget: db.queryBudget}
 	p.plan.Ranges = odata.Ranges(expr)
 	p.plan.Kind = planKind(p.plan.Ranges)
 	p.plan.ServiceKind = serviceKind(expr)
@@ -227,6 +230,36 @@ func rangeString(r odata.KeyRange) string {
 		s += ", " + interval(propRowKey, r.RowKeyLow, r.RowKeyHigh)
 	}
 	return s
+}
+
+// keysOnly reports whether a filter says nothing but what its key ranges say: a conjunction
+// of comparisons of the keys with string literals (ne excepted), RowKey ones only next to a
+// PartitionKey equality, since odata.Ranges keeps RowKey bounds only under a fixed
+// PartitionKey. Such a filter is the seeds' efficient query, a point or a range.
+func keysOnly(expr odata.Expr) bool {
+	if expr == nil {
+		return true
+	}
+	terms := []odata.Expr{expr}
+	if and, ok := expr.(odata.And); ok {
+		terms = and.Terms
+	}
+	var pkFixed, rowKey bool
+	for _, t := range terms {
+		c, ok := t.(odata.Comparison)
+		if !ok || c.Value.Type != odata.String || c.Op == odata.Ne {
+			return false
+		}
+		switch c.Property {
+		case propPartitionKey:
+			pkFixed = pkFixed || c.Op == odata.Eq
+		case propRowKey:
+			rowKey = true
+		default:
+			return false
+		}
+	}
+	return pkFixed || !rowKey
 }
 
 func planKind(ranges []odata.KeyRange) PlanKind {
@@ -439,7 +472,7 @@ func (s *scanner) decodeRecord(value []byte) (err error) {
 // examined counts the entity just decoded into s.rec and keeps it if the filter matches.
 func (s *scanner) examined() error {
 	s.page.Plan.Scanned++
-	if !s.p.pred.Match(&s.rec) {
+	if !s.p.exact && !s.p.pred.Match(&s.rec) {
 		return nil
 	}
 	e, err := s.rec.entity(s.p.keep)

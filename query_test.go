@@ -48,6 +48,9 @@ func TestPlanner(t *testing.T) {
 		{filter: "'Action' eq PartitionKey and 'x' lt RowKey", kind: PlanRowRange, service: PlanRowRange},
 		{filter: "PartitionKey eq 'a' and PartitionKey eq 'b'", kind: PlanEmpty, service: PlanRowRange},
 		{filter: "PartitionKey lt 5", kind: PlanFullScan, service: PlanFullScan},
+		// The empty key is a key like any other, though nothing sorts below it.
+		{filter: "PartitionKey eq '' and RowKey eq ''", kind: PlanPoint, service: PlanPoint, ranges: "PartitionKey = '', RowKey = ''"},
+		{filter: "PartitionKey le '' and RowKey gt 'a'", kind: PlanRowRange, service: PlanPartitionRange, ranges: "PartitionKey = '', RowKey in ('a', +∞)"},
 	}
 	for _, c := range cases {
 		plan, err := tbl.Explain(Query{Filter: c.filter})

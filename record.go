@@ -3,6 +3,7 @@ package tabula
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -29,7 +30,24 @@ const (
 	codeInt64    = 8
 )
 
-var encoderPool = sync.Pool{New: func() any { return msgpack.NewEncoder(nil) }}
+// recordEncoder is a msgpack encoder writing into a byte slice it owns.
+type recordEncoder struct {
+	enc *msgpack.Encoder
+	buf recordBuffer
+}
+
+// recordBuffer appends whatever is written to it; msgpack writes bytes one at a time where
+// it can, so it implements io.ByteWriter too.
+type recordBuffer struct{ b []byte }
+
+func (w *recordBuffer) Write(p []byte) (int, error) { w.b = append(w.b, p...); return len(p), nil }
+func (w *recordBuffer) WriteByte(c byte) error      { w.b = append(w.b, c); return nil }
+
+var encoderPool = sync.Pool{New: func() any {
+	e := &recordEncoder{}
+	e.enc = msgpack.NewEncoder(&e.buf)
+	return e
+}}
 
 // encodeRecord returns a new byte slice holding the record of an entity written at ticks.
 // props must have been validated, and names must be its non-nil property names in byte
@@ -49,13 +67,11 @@ func encodeRecord(ticks int64, props Properties, names []string) []byte {
 			size += 17
 		}
 	}
-	var buf bytes.Buffer
-	buf.Grow(size)
-	buf.WriteByte(recordVersion)
-	enc := encoderPool.Get().(*msgpack.Encoder)
-	defer encoderPool.Put(enc)
-	enc.Reset(&buf)
-	// Writes to a bytes.Buffer cannot fail, so the encoder's errors are not checked.
+	re := encoderPool.Get().(*recordEncoder)
+	defer encoderPool.Put(re)
+	re.buf.b = append(make([]byte, 0, size), recordVersion)
+	enc := re.enc
+	// Writes to a recordBuffer cannot fail, so the encoder's errors are not checked.
 	_ = enc.EncodeInt(ticks)
 	_ = enc.EncodeArrayLen(len(names))
 	for _, name := range names {
@@ -87,7 +103,9 @@ func encodeRecord(ticks int64, props Properties, names []string) []byte {
 			_ = enc.EncodeInt(int64(v))
 		}
 	}
-	return buf.Bytes()
+	out := re.buf.b
+	re.buf.b = nil // the record now belongs to the caller
+	return out
 }
 
 // recordDecoder reads records; reuse one per goroutine (or take one from decoderPool) to
@@ -95,6 +113,37 @@ func encodeRecord(ticks int64, props Properties, names []string) []byte {
 type recordDecoder struct {
 	r   bytes.Reader
 	dec *msgpack.Decoder
+	// names interns property names: a table's entities mostly share them, and a scan would
+	// otherwise allocate every name of every entity again.
+	names map[string]string
+}
+
+// maxInternedNames bounds a decoder's interned names, however varied the entities it reads.
+const maxInternedNames = 1024
+
+// name reads a property name, interned.
+func (d *recordDecoder) name(rest []byte) (string, error) {
+	n, err := d.dec.DecodeBytesLen()
+	if err != nil || n < 0 || n > d.r.Len() {
+		return "", errCorrupt("bad property name")
+	}
+	// The decoder reads straight from d.r, so the name's bytes are the next n of rest.
+	start := len(rest) - d.r.Len()
+	raw := rest[start : start+n]
+	if _, err := d.r.Seek(int64(n), io.SeekCurrent); err != nil {
+		return "", errCorrupt(err.Error())
+	}
+	if s, ok := d.names[string(raw)]; ok {
+		return s, nil
+	}
+	s := string(raw)
+	if d.names == nil {
+		d.names = make(map[string]string)
+	}
+	if len(d.names) < maxInternedNames {
+		d.names[s] = s
+	}
+	return s, nil
 }
 
 var decoderPool = sync.Pool{New: func() any { return newRecordDecoder() }}
@@ -112,7 +161,8 @@ func (d *recordDecoder) each(b []byte, keep func(name string) bool, visit func(n
 	if len(b) == 0 || b[0] != recordVersion {
 		return 0, errCorrupt("unknown record version")
 	}
-	d.r.Reset(b[1:])
+	rest := b[1:]
+	d.r.Reset(rest)
 	d.dec.Reset(&d.r)
 	if ticks, err = d.dec.DecodeInt64(); err != nil {
 		return 0, errCorrupt(err.Error())
@@ -122,9 +172,9 @@ func (d *recordDecoder) each(b []byte, keep func(name string) bool, visit func(n
 		return 0, errCorrupt("bad property count")
 	}
 	for range n {
-		name, err := d.dec.DecodeString()
+		name, err := d.name(rest)
 		if err != nil {
-			return 0, errCorrupt(err.Error())
+			return 0, err
 		}
 		code, err := d.dec.DecodeUint8()
 		if err != nil {

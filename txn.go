@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -383,13 +384,12 @@ func jsonValueSize(v Property, scratch []byte) (int, bool) {
 // the quotes, \" and \\, two-character escapes for \b \f \n \r \t and \u00XX for other
 // control characters.
 func jsonStringSize(s string) int {
-	n, i := 2+len(s), 0
+	n, i, b := 2+len(s), 0, stringBytes(s)
 	// Skip eight bytes at a time while none needs an escape: no byte below 0x20 (the
 	// subtraction borrows into a high bit only there, for bytes below 0x80), '"' or '\\'.
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	for ; i+8 <= len(s); i += 8 {
-		w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+	for ; i+8 <= len(b); i += 8 {
+		w := binary.LittleEndian.Uint64(b[i:])
 		quote, backslash := w^(ones*'"'), w^(ones*'\\')
 		if ((w-ones*0x20)|(quote-ones)|(backslash-ones))&^w&highs != 0 {
 			break

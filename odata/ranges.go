@@ -53,7 +53,12 @@ func Ranges(e Expr) []KeyRange {
 	for i, b := range boxes {
 		out[i] = KeyRange{PartitionKeyLow: b.pk.lo, PartitionKeyHigh: b.pk.hi}
 		if b.pk.isPoint() {
+			// A point is written [v, v], whatever form ("" as (-inf, ""]) it took inside.
+			out[i].PartitionKeyLow = b.pk.hi
 			out[i].RowKeyLow, out[i].RowKeyHigh = b.rk.lo, b.rk.hi
+			if b.rk.isPoint() {
+				out[i].RowKeyLow = b.rk.hi
+			}
 		}
 	}
 	return out
@@ -98,7 +103,13 @@ func (i ival) String() string {
 func (i ival) isFull() bool { return !i.lo.Bounded && !i.hi.Bounded }
 
 func (i ival) isPoint() bool {
-	return i.lo.Bounded && i.hi.Bounded && i.lo.Inclusive && i.hi.Inclusive && i.lo.Value == i.hi.Value
+	if !i.hi.Bounded || !i.hi.Inclusive {
+		return false
+	}
+	if !i.lo.Bounded { // (-inf, ""] holds "" alone: nothing is below it
+		return i.hi.Value == ""
+	}
+	return i.lo.Inclusive && i.lo.Value == i.hi.Value
 }
 
 func (i ival) empty() bool {
