@@ -11,19 +11,22 @@ import (
 )
 
 // Operations do not read the catalog: that would cost each of them a second storage read.
-// They resolve their table once to an openTable kept in memory, and hold it read-locked
-// while they run. DeleteTable takes it exclusively after committing the deletion, so it
-// waits for the operations already under way (which may be ordered before the deletion,
-// since they overlap it) and only then drops the data; operations that come later find the
-// openTable dropped and resolve the name again.
+// They resolve their table once to an openTable kept in memory. DeleteTable, after
+// committing, marks it dropped and then takes it exclusively before dropping the data:
+//   - writes hold it read-locked while they run, so the drop waits for the writes under
+//     way (they overlap the deletion, so ordering them before it is linearizable), and a
+//     write can never land in data already dropped, where it would stay forever;
+//   - reads take no lock: they check, after reading, that the table was not marked
+//     dropped meanwhile, which means the drop had not begun while they read; if it was,
+//     what they read may be torn, and they resolve the name again.
 
 // openTable is a table resolved from the catalog, with its state in the simulated service.
 type openTable struct {
 	rec     tableRecord
 	service *partition.Table
 
-	mu      sync.RWMutex
-	dropped bool // set by DeleteTable while holding mu exclusively
+	dropped atomic.Bool  // set by DeleteTable before it takes mu
+	mu      sync.RWMutex // read-locked by writes; DeleteTable waits on it before dropping data
 }
 
 // openTables maps lower-case table names to their openTable.
@@ -35,36 +38,59 @@ type openTables struct {
 	gen atomic.Uint64
 }
 
-// acquire returns the table called name, read-locked; release it with ot.mu.RUnlock.
-func (t *Table) acquire(ctx context.Context) (*openTable, error) {
-	if ot := t.open.Load(); ot != nil {
-		ot.mu.RLock()
-		if !ot.dropped {
-			return ot, nil
-		}
-		ot.mu.RUnlock()
+// resolve returns the table called name, not dropped when resolve returns.
+func (t *Table) resolve(ctx context.Context) (*openTable, error) {
+	if ot := t.open.Load(); ot != nil && !ot.dropped.Load() {
+		return ot, nil
 	}
-	ot, err := t.db.acquire(ctx, t.name)
+	ot, err := t.db.resolve(ctx, t.name)
 	if err == nil {
 		t.open.Store(ot)
 	}
 	return ot, err
 }
 
-func (db *DB) acquire(ctx context.Context, name string) (*openTable, error) {
+// acquire returns the table for a write, read-locked; release it with ot.mu.RUnlock.
+func (t *Table) acquire(ctx context.Context) (*openTable, error) {
+	for {
+		ot, err := t.resolve(ctx)
+		if err != nil {
+			return nil, err
+		}
+		ot.mu.RLock()
+		if !ot.dropped.Load() {
+			return ot, nil
+		}
+		ot.mu.RUnlock()
+	}
+}
+
+// read runs fn, a read of the table, until it ran with the table not dropped meanwhile.
+// Effects of fn outside the read (admission, statistics) may then happen twice, rarely.
+func (t *Table) read(ctx context.Context, fn func(ot *openTable) error) error {
+	for {
+		ot, err := t.resolve(ctx)
+		if err != nil {
+			return err
+		}
+		err = fn(ot)
+		if !ot.dropped.Load() {
+			return err
+		}
+	}
+}
+
+func (db *DB) resolve(ctx context.Context, name string) (*openTable, error) {
 	if validateTableName(name) != nil {
 		return nil, ErrTableNotFound.with("table %q does not exist", name)
 	}
 	key := strings.ToLower(name)
 	for {
 		if v, ok := db.open.m.Load(key); ok {
-			ot := v.(*openTable)
-			ot.mu.RLock()
-			if !ot.dropped {
+			if ot := v.(*openTable); !ot.dropped.Load() {
 				return ot, nil
 			}
 			// Being dropped: DeleteTable has taken it out of the map already.
-			ot.mu.RUnlock()
 		}
 		gen := db.open.gen.Load()
 		var rec tableRecord
@@ -83,8 +109,8 @@ func (db *DB) acquire(ctx context.Context, name string) (*openTable, error) {
 	}
 }
 
-// forget marks the table called name dropped, after DeleteTable committed, waiting for the
-// operations that hold it.
+// forget marks the table called name dropped, after DeleteTable committed, and waits for
+// the writes that hold it.
 func (db *DB) forget(name string) {
 	db.open.mu.Lock()
 	db.open.gen.Add(1)
@@ -92,8 +118,9 @@ func (db *DB) forget(name string) {
 	db.open.mu.Unlock()
 	if ok {
 		ot := v.(*openTable)
+		ot.dropped.Store(true)
+		// An empty critical section: waiting for the writes under way is the point.
 		ot.mu.Lock()
-		ot.dropped = true
 		ot.mu.Unlock()
 	}
 }

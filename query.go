@@ -386,11 +386,20 @@ func (t *Table) page(ctx context.Context, p *preparedQuery, from Continuation) (
 	} else if len(p.plan.Ranges) > 0 {
 		startPK = p.plan.Ranges[0].PartitionKeyLow.Value
 	}
-	ot, err := t.acquire(ctx)
+	var page Page
+	err := t.read(ctx, func(ot *openTable) (err error) {
+		page, err = t.db.runPage(ctx, ot, p, start, startPK)
+		return err
+	})
 	if err != nil {
 		return Page{}, err
 	}
-	defer ot.mu.RUnlock()
+	return page, nil
+}
+
+// runPage runs one page of a prepared query on a resolved table, from start (nil for the
+// beginning) in the partition startPK.
+func (db *DB) runPage(ctx context.Context, ot *openTable, p *preparedQuery, start []byte, startPK string) (Page, error) {
 	pt, rec := ot.service, ot.rec
 	// A page is admitted before it runs and charged, after, for what it scanned.
 	if err := admit(pt.Admit(startPK, partition.KindQuery, 0), "query"); err != nil {
@@ -398,9 +407,9 @@ func (t *Table) page(ctx context.Context, p *preparedQuery, from Continuation) (
 	}
 	page := Page{Plan: p.plan}
 	defer func() { pt.Charge(startPK, page.Plan.Scanned) }()
-	err = t.db.view(ctx, func(tx *storage.Txn) error {
-		s := scanner{p: p, tx: tx, page: &page, clock: t.db.clock, began: t.db.clock(), service: t.db.service}
-		if t.db.boundaries {
+	err := db.view(ctx, func(tx *storage.Txn) error {
+		s := scanner{p: p, tx: tx, page: &page, clock: db.clock, began: db.clock(), service: db.service}
+		if db.boundaries {
 			if b, ok := pt.NextBoundary(startPK); ok {
 				s.boundary, s.boundaryPK = storage.AppendPart(tablePrefix(rec.ID), b), b
 			}

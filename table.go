@@ -27,11 +27,10 @@ type Table struct {
 // to put a range boundary where they want one, for instance to exercise a client's
 // continuation handling with Options.BoundaryContinuations.
 func (t *Table) SplitRangePartition(ctx context.Context, partitionKey string) (bool, error) {
-	ot, err := t.acquire(ctx)
+	ot, err := t.resolve(ctx)
 	if err != nil {
 		return false, err
 	}
-	defer ot.mu.RUnlock()
 	return ot.service.SplitAt(partitionKey), nil
 }
 
@@ -71,7 +70,6 @@ func (t *Table) Get(ctx context.Context, partitionKey, rowKey string, selected .
 	if err := validateKeys(partitionKey, rowKey); err != nil {
 		return Entity{}, err
 	}
-	e := Entity{PartitionKey: partitionKey, RowKey: rowKey, Properties: Properties{}}
 	var keep func(string) bool
 	if len(selected) > 0 {
 		keep = func(name string) bool {
@@ -83,27 +81,26 @@ func (t *Table) Get(ctx context.Context, partitionKey, rowKey string, selected .
 			return false
 		}
 	}
-	ot, err := t.acquire(ctx)
-	if err != nil {
-		return Entity{}, err
-	}
-	defer ot.mu.RUnlock()
-	if err := admit(ot.service.Admit(partitionKey, partition.KindGet, 1), "get"); err != nil {
-		return Entity{}, err
-	}
-	key := entityKey(ot.rec.ID, partitionKey, rowKey)
-	err = t.db.view(ctx, func(tx *storage.Txn) error {
-		found, err := tx.Get(key, func(v []byte) error {
-			d := decoderPool.Get().(*recordDecoder)
-			defer decoderPool.Put(d)
-			ticks, err := d.decode(v, keep, e.Properties)
-			e.Timestamp, e.ETag = timeOfTicks(ticks), etagOf(ticks)
+	var e Entity
+	err := t.read(ctx, func(ot *openTable) error {
+		if err := admit(ot.service.Admit(partitionKey, partition.KindGet, 1), "get"); err != nil {
+			return err
+		}
+		e = Entity{PartitionKey: partitionKey, RowKey: rowKey, Properties: Properties{}}
+		key := entityKey(ot.rec.ID, partitionKey, rowKey)
+		return t.db.view(ctx, func(tx *storage.Txn) error {
+			found, err := tx.Get(key, func(v []byte) error {
+				d := decoderPool.Get().(*recordDecoder)
+				defer decoderPool.Put(d)
+				ticks, err := d.decode(v, keep, e.Properties)
+				e.Timestamp, e.ETag = timeOfTicks(ticks), etagOf(ticks)
+				return err
+			})
+			if err == nil && !found {
+				err = errEntityNotFound(partitionKey, rowKey)
+			}
 			return err
 		})
-		if err == nil && !found {
-			err = errEntityNotFound(partitionKey, rowKey)
-		}
-		return err
 	})
 	if err != nil {
 		return Entity{}, err
