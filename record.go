@@ -1,9 +1,8 @@
 package tabula
 
 import (
-	"bytes"
 	"fmt"
-	"io"
+	"math"
 	"sync"
 	"time"
 
@@ -108,11 +107,15 @@ func encodeRecord(ticks int64, props Properties, names []string) []byte {
 	return out
 }
 
-// recordDecoder reads records; reuse one per goroutine (or take one from decoderPool) to
-// avoid allocating a msgpack decoder per entity.
+// Records are read by hand rather than through msgpack's Decoder: the format is small and
+// fixed, and reading straight from the stored bytes copies each string once (the Decoder
+// copies it into a buffer first) and each name not at all (names are interned). The
+// encodings read are exactly those encodeRecord's msgpack.Encoder writes.
+
+// recordDecoder reads records; take one from decoderPool, or keep one per scan.
 type recordDecoder struct {
-	r   bytes.Reader
-	dec *msgpack.Decoder
+	b []byte // the record being read, after its version byte
+	i int    // read position in b
 	// names interns property names: a table's entities mostly share them, and a scan would
 	// otherwise allocate every name of every entity again.
 	names map[string]string
@@ -121,17 +124,120 @@ type recordDecoder struct {
 // maxInternedNames bounds a decoder's interned names, however varied the entities it reads.
 const maxInternedNames = 1024
 
-// name reads a property name, interned.
-func (d *recordDecoder) name(rest []byte) (string, error) {
-	n, err := d.dec.DecodeBytesLen()
-	if err != nil || n < 0 || n > d.r.Len() {
-		return "", errCorrupt("bad property name")
+var decoderPool = sync.Pool{New: func() any { return newRecordDecoder() }}
+
+func newRecordDecoder() *recordDecoder { return &recordDecoder{} }
+
+// msgpack type bytes, as the msgpack specification numbers them.
+const (
+	mpNil, mpFalse, mpTrue         = 0xc0, 0xc2, 0xc3
+	mpBin8, mpBin16, mpBin32       = 0xc4, 0xc5, 0xc6
+	mpFloat64                      = 0xcb
+	mpUint8, mpUint16, mpUint32    = 0xcc, 0xcd, 0xce
+	mpUint64                       = 0xcf
+	mpInt8, mpInt16, mpInt32       = 0xd0, 0xd1, 0xd2
+	mpInt64                        = 0xd3
+	mpStr8, mpStr16, mpStr32       = 0xd9, 0xda, 0xdb
+	mpArray16, mpArray32           = 0xdc, 0xdd
+	mpFixStr, mpFixArray, mpNegFix = 0xa0, 0x90, 0xe0
+	mpFixStrMax, mpFixArrayMax     = 0xbf, 0x9f
+	mpPosFixMax                    = 0x7f
+)
+
+var errRecordCorrupt = errCorrupt("malformed msgpack")
+
+// next returns the next n bytes.
+func (d *recordDecoder) next(n int) ([]byte, error) {
+	if n < 0 || n > len(d.b)-d.i {
+		return nil, errRecordCorrupt
 	}
-	// The decoder reads straight from d.r, so the name's bytes are the next n of rest.
-	start := len(rest) - d.r.Len()
-	raw := rest[start : start+n]
-	if _, err := d.r.Seek(int64(n), io.SeekCurrent); err != nil {
-		return "", errCorrupt(err.Error())
+	out := d.b[d.i : d.i+n]
+	d.i += n
+	return out, nil
+}
+
+// uint reads a big-endian unsigned integer of n bytes.
+func (d *recordDecoder) uint(n int) (uint64, error) {
+	raw, err := d.next(n)
+	var u uint64
+	for _, c := range raw {
+		u = u<<8 | uint64(c)
+	}
+	return u, err
+}
+
+// int reads any msgpack integer that fits an int64.
+func (d *recordDecoder) int() (int64, error) {
+	raw, err := d.next(1)
+	if err != nil {
+		return 0, err
+	}
+	switch c := raw[0]; {
+	case c <= mpPosFixMax:
+		return int64(c), nil
+	case c >= mpNegFix:
+		return int64(int8(c)), nil
+	case c >= mpUint8 && c <= mpUint64:
+		u, err := d.uint(1 << (c - mpUint8))
+		if u > math.MaxInt64 {
+			return 0, errRecordCorrupt
+		}
+		return int64(u), err
+	case c >= mpInt8 && c <= mpInt64:
+		n := 1 << (c - mpInt8)
+		u, err := d.uint(n)
+		shift := 64 - 8*n // sign-extend from n bytes
+		return int64(u<<shift) >> shift, err
+	}
+	return 0, errRecordCorrupt
+}
+
+// length reads the header of a string, binary or array and returns its length; kind says
+// which of them is expected.
+func (d *recordDecoder) length(kind byte) (int, error) {
+	raw, err := d.next(1)
+	if err != nil {
+		return 0, err
+	}
+	c := raw[0]
+	var size int // bytes of the length that follows the type byte
+	switch {
+	case kind == mpFixStr && c >= mpFixStr && c <= mpFixStrMax:
+		return int(c - mpFixStr), nil
+	case kind == mpFixArray && c >= mpFixArray && c <= mpFixArrayMax:
+		return int(c - mpFixArray), nil
+	case kind == mpFixStr && c >= mpStr8 && c <= mpStr32:
+		size = 1 << (c - mpStr8)
+	case kind == mpBin8 && c >= mpBin8 && c <= mpBin32:
+		size = 1 << (c - mpBin8)
+	case kind == mpBin8 && c == mpNil: // msgpack writes an empty or nil []byte as nil
+		return 0, nil
+	case kind == mpFixArray && (c == mpArray16 || c == mpArray32):
+		size = 2 << (c - mpArray16)
+	default:
+		return 0, errRecordCorrupt
+	}
+	u, err := d.uint(size)
+	if u > uint64(len(d.b)) {
+		return 0, errRecordCorrupt
+	}
+	return int(u), err
+}
+
+// bytes reads a string's or a binary's bytes, without copying them.
+func (d *recordDecoder) bytes(kind byte) ([]byte, error) {
+	n, err := d.length(kind)
+	if err != nil {
+		return nil, err
+	}
+	return d.next(n)
+}
+
+// name reads a property name, interned.
+func (d *recordDecoder) name() (string, error) {
+	raw, err := d.bytes(mpFixStr)
+	if err != nil {
+		return "", err
 	}
 	if s, ok := d.names[string(raw)]; ok {
 		return s, nil
@@ -146,53 +252,41 @@ func (d *recordDecoder) name(rest []byte) (string, error) {
 	return s, nil
 }
 
-var decoderPool = sync.Pool{New: func() any { return newRecordDecoder() }}
-
-func newRecordDecoder() *recordDecoder {
-	d := &recordDecoder{}
-	d.dec = msgpack.NewDecoder(&d.r)
-	return d
-}
-
 // each reads the record in b and calls visit with every property keep accepts (all of them
 // when keep is nil); the others are skipped without being decoded. With a nil visit only the
 // Timestamp is read.
-func (d *recordDecoder) each(b []byte, keep func(name string) bool, visit func(name string, v odata.Value)) (ticks int64, err error) {
+func (d *recordDecoder) each(b []byte, keep func(name string) bool, visit func(name string, v odata.Value)) (int64, error) {
 	if len(b) == 0 || b[0] != recordVersion {
 		return 0, errCorrupt("unknown record version")
 	}
-	rest := b[1:]
-	d.r.Reset(rest)
-	d.dec.Reset(&d.r)
-	if ticks, err = d.dec.DecodeInt64(); err != nil {
-		return 0, errCorrupt(err.Error())
+	d.b, d.i = b[1:], 0
+	defer func() { d.b = nil }() // the bytes belong to the store
+	ticks, err := d.int()
+	if err != nil {
+		return 0, err
 	}
-	n, err := d.dec.DecodeArrayLen()
-	if err != nil || n < 0 || n > MaxProperties {
+	n, err := d.length(mpFixArray)
+	if err != nil || n > MaxProperties {
 		return 0, errCorrupt("bad property count")
 	}
 	for range n {
-		name, err := d.name(rest)
+		name, err := d.name()
 		if err != nil {
 			return 0, err
 		}
-		code, err := d.dec.DecodeUint8()
-		if err != nil {
-			return 0, errCorrupt(err.Error())
-		}
-		if visit == nil || (keep != nil && !keep(name)) {
-			if err := d.dec.Skip(); err != nil {
-				return 0, errCorrupt(err.Error())
-			}
-			continue
-		}
-		v, err := d.value(code)
+		code, err := d.int()
 		if err != nil {
 			return 0, err
 		}
-		visit(name, v)
+		v, err := d.value(code, visit == nil || keep != nil && !keep(name))
+		if err != nil {
+			return 0, err
+		}
+		if v.Type != 0 {
+			visit(name, v)
+		}
 	}
-	if d.r.Len() != 0 {
+	if d.i != len(d.b) {
 		return 0, errCorrupt("trailing bytes")
 	}
 	return ticks, nil
@@ -207,54 +301,68 @@ func (d *recordDecoder) decode(b []byte, keep func(name string) bool, props Prop
 	return d.each(b, keep, func(name string, v odata.Value) { props[name] = propertyOf(v) })
 }
 
-func (d *recordDecoder) value(code uint8) (odata.Value, error) {
-	var (
-		v   odata.Value
-		err error
-	)
+// value reads a value of the type code; skipping, it returns the zero Value and allocates
+// nothing.
+func (d *recordDecoder) value(code int64, skip bool) (odata.Value, error) {
+	var v odata.Value
 	switch code {
 	case codeString:
-		v.Type = odata.String
-		v.Str, err = d.dec.DecodeString()
+		raw, err := d.bytes(mpFixStr)
+		if err != nil || skip {
+			return v, err
+		}
+		return odata.StringValue(string(raw)), nil
 	case codeBinary:
-		v.Type = odata.Binary
-		v.Bytes, err = d.dec.DecodeBytes()
-		if v.Bytes == nil {
-			v.Bytes = []byte{} // an empty Binary is a value, not a missing one
+		raw, err := d.bytes(mpBin8)
+		if err != nil || skip {
+			return v, err
 		}
+		return odata.BinaryValue(append([]byte{}, raw...)), nil // empty is a value, never nil
 	case codeBoolean:
-		var b bool
-		b, err = d.dec.DecodeBool()
-		v = odata.BooleanValue(b)
-	case codeDateTime:
-		v.Type = odata.DateTime
-		v.Int, err = d.dec.DecodeInt64()
-	case codeDouble:
-		v.Type = odata.Double
-		v.Float, err = d.dec.DecodeFloat64()
-	case codeGuid:
-		v.Type = odata.Guid
-		var n int
-		if n, err = d.dec.DecodeBytesLen(); err == nil {
-			if n != len(v.Guid) {
-				return v, errCorrupt("guid is not 16 bytes")
-			}
-			err = d.dec.ReadFull(v.Guid[:])
+		raw, err := d.next(1)
+		if err != nil || raw[0] != mpTrue && raw[0] != mpFalse {
+			return v, errRecordCorrupt
 		}
-	case codeInt32:
-		var i int32
-		i, err = d.dec.DecodeInt32()
-		v = odata.Int32Value(i)
-	case codeInt64:
-		v.Type = odata.Int64
-		v.Int, err = d.dec.DecodeInt64()
-	default:
-		return v, errCorrupt(fmt.Sprintf("unknown type code %d", code))
+		if skip {
+			return v, nil
+		}
+		return odata.BooleanValue(raw[0] == mpTrue), nil
+	case codeDateTime, codeInt32, codeInt64:
+		i, err := d.int()
+		if err != nil || skip {
+			return v, err
+		}
+		switch code {
+		case codeDateTime:
+			return odata.DateTimeValue(i), nil
+		case codeInt32:
+			if i < math.MinInt32 || i > math.MaxInt32 {
+				return v, errRecordCorrupt
+			}
+			return odata.Int32Value(int32(i)), nil
+		}
+		return odata.Int64Value(i), nil
+	case codeDouble:
+		raw, err := d.next(1)
+		if err != nil || raw[0] != mpFloat64 {
+			return v, errRecordCorrupt
+		}
+		u, err := d.uint(8)
+		if err != nil || skip {
+			return v, err
+		}
+		return odata.DoubleValue(math.Float64frombits(u)), nil
+	case codeGuid:
+		raw, err := d.bytes(mpBin8)
+		if err != nil || len(raw) != 16 {
+			return v, errCorrupt("guid is not 16 bytes")
+		}
+		if skip {
+			return v, nil
+		}
+		return odata.GuidValue([16]byte(raw)), nil
 	}
-	if err != nil {
-		return v, errCorrupt(err.Error())
-	}
-	return v, nil
+	return v, errCorrupt(fmt.Sprintf("unknown type code %d", code))
 }
 
 // propertyOf converts a decoded value to its public type.
