@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tabuladb/tabula/partition"
@@ -74,6 +75,10 @@ type DB struct {
 
 	// open holds the tables operations have resolved (see openTable).
 	open openTables
+
+	// filters caches compiled filters by their text (see DB.compile).
+	filters     sync.Map // string → *compiledFilter
+	filterCount atomic.Int64
 
 	// stampMu guards the Timestamp clock.
 	stampMu sync.Mutex

@@ -133,14 +133,47 @@ var ErrFullScanForbidden = newError("FullScanForbidden", 400,
 
 // preparedQuery is a query parsed, planned and compiled once, reused for every page.
 type preparedQuery struct {
-	pred *odata.Predicate
-	// exact is set when the plan's key ranges are the filter: every entity they hold
-	// matches, so the predicate need not run on each.
-	exact  bool
-	plan   Plan
+	filter *compiledFilter
+	plan   Plan                   // the filter's plan, with this page's counts
 	keep   func(name string) bool // nil keeps every property
 	top    int
 	budget time.Duration
+}
+
+// compiledFilter is what a filter text alone decides; it is immutable, so one serves every
+// query with the same filter (see DB.compile).
+type compiledFilter struct {
+	pred *odata.Predicate
+	// exact is set when the plan's key ranges are the filter: every entity they hold
+	// matches, so the predicate need not run on each.
+	exact bool
+	plan  Plan
+}
+
+// maxCompiledFilters bounds the cache of compiled filters; applications use a handful of
+// filter shapes, but nothing stops one from building a new text per query.
+const maxCompiledFilters = 1024
+
+// compile returns the compiled form of a filter, from the DB's cache when it is there, so
+// that a point query repeated with the same text (the common case) parses nothing.
+func (db *DB) compile(filter string) (*compiledFilter, error) {
+	if v, ok := db.filters.Load(filter); ok {
+		return v.(*compiledFilter), nil
+	}
+	expr, err := parseFilter(filter)
+	if err != nil {
+		return nil, err
+	}
+	c := &compiledFilter{pred: odata.Compile(expr), exact: keysOnly(expr)}
+	c.plan.Ranges = odata.Ranges(expr)
+	c.plan.Kind = planKind(c.plan.Ranges)
+	c.plan.ServiceKind = serviceKind(expr)
+	if db.filterCount.Load() < maxCompiledFilters {
+		if _, loaded := db.filters.LoadOrStore(filter, c); !loaded {
+			db.filterCount.Add(1)
+		}
+	}
+	return c, nil
 }
 
 func (db *DB) prepare(q Query) (*preparedQuery, error) {
@@ -151,7 +184,7 @@ func (db *DB) prepare(q Query) (*preparedQuery, error) {
 	if top == 0 {
 		top = MaxEntitiesPerPage
 	}
-	expr, err := parseFilter(q.Filter)
+	c, err := db.compile(q.Filter)
 	if err != nil {
 		return nil, err
 	}
@@ -159,14 +192,10 @@ func (db *DB) prepare(q Query) (*preparedQuery, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &preparedQuery{pred: odata.Compile(expr), exact: keysOnly(expr), keep: keep, top: top, budget: db.queryBudget}
-	p.plan.Ranges = odata.Ranges(expr)
-	p.plan.Kind = planKind(p.plan.Ranges)
-	p.plan.ServiceKind = serviceKind(expr)
-	if db.forbidFullScans && p.plan.ServiceKind == PlanFullScan {
+	if db.forbidFullScans && c.plan.ServiceKind == PlanFullScan {
 		return nil, ErrFullScanForbidden.with("filter %q scans the whole table on the service; constrain PartitionKey", q.Filter)
 	}
-	return p, nil
+	return &preparedQuery{filter: c, plan: c.plan, keep: keep, top: top, budget: db.queryBudget}, nil
 }
 
 // parseFilter parses a $filter and maps the parser's errors to the service's.
@@ -481,7 +510,7 @@ func (s *scanner) decodeRecord(value []byte) (err error) {
 // examined counts the entity just decoded into s.rec and keeps it if the filter matches.
 func (s *scanner) examined() error {
 	s.page.Plan.Scanned++
-	if !s.p.exact && !s.p.pred.Match(&s.rec) {
+	if !s.p.filter.exact && !s.p.filter.pred.Match(&s.rec) {
 		return nil
 	}
 	e, err := s.rec.entity(s.p.keep)

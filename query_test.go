@@ -347,3 +347,20 @@ func TestContinuationSurvivesRestart(t *testing.T) {
 	}
 	assert.Equal(t, []string{"p1/1", "p1/4", "p1/7", "p2/2", "p2/5", "p2/8"}, rest)
 }
+
+// Compiled filters are shared by queries with the same text, and the cache stays bounded.
+func TestCompiledFilterCache(t *testing.T) {
+	db := openTestDB(t, nil)
+	a, err := db.compile("PartitionKey eq 'a'")
+	require.NoError(t, err)
+	b, err := db.compile("PartitionKey eq 'a'")
+	require.NoError(t, err)
+	assert.Same(t, a, b)
+	for i := range maxCompiledFilters + 10 {
+		_, err := db.compile(fmt.Sprintf("N eq %d", i))
+		require.NoError(t, err)
+	}
+	assert.EqualValues(t, maxCompiledFilters, db.filterCount.Load())
+	_, err = db.compile("N eq")
+	assert.ErrorIs(t, err, ErrInvalidInput, "errors are not cached, and still reported")
+}
