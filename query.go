@@ -518,7 +518,11 @@ func (s *scanner) examined() error {
 		return err
 	}
 	if s.page.Entities == nil {
-		s.page.Entities = make([]Entity, 0, min(s.p.top, 64))
+		n := min(s.p.top, 64) // pages grow from here; most are short
+		if s.p.plan.Kind == PlanPoint {
+			n = 1
+		}
+		s.page.Entities = make([]Entity, 0, n)
 	}
 	s.page.Entities = append(s.page.Entities, e)
 	s.page.Plan.Returned++
