@@ -20,14 +20,10 @@ func (c *call) createTable() {
 		return
 	}
 	lvl, err := c.negotiate()
+	var body []byte
 	if err == nil {
-		err = checkBodyType(c.r.Header.Get("Content-Type"))
+		body, err = c.jsonBody()
 	}
-	if err != nil {
-		c.fail(err)
-		return
-	}
-	body, err := c.readBody()
 	if err != nil {
 		c.fail(err)
 		return
@@ -281,14 +277,10 @@ func (c *call) insertEntity(table string) {
 		return
 	}
 	lvl, err := c.negotiate()
+	var body []byte
 	if err == nil {
-		err = checkBodyType(c.r.Header.Get("Content-Type"))
+		body, err = c.jsonBody()
 	}
-	if err != nil {
-		c.fail(err)
-		return
-	}
-	body, err := c.readBody()
 	if err != nil {
 		c.fail(err)
 		return
@@ -343,11 +335,7 @@ func (c *call) writeEntity(res resource, mode tabula.UpdateMode) {
 		c.fail(err)
 		return
 	}
-	if err := checkBodyType(c.r.Header.Get("Content-Type")); err != nil {
-		c.fail(err)
-		return
-	}
-	body, err := c.readBody()
+	body, err := c.jsonBody()
 	if err != nil {
 		c.fail(err)
 		return
@@ -393,6 +381,14 @@ func (c *call) deleteEntity(res resource) {
 		return
 	}
 	c.noContent()
+}
+
+// jsonBody checks the request body's Content-Type and reads the body.
+func (c *call) jsonBody() ([]byte, *tabula.Error) {
+	if err := checkBodyType(c.r.Header.Get("Content-Type")); err != nil {
+		return nil, err
+	}
+	return c.readBody()
 }
 
 func (c *call) checkEntityAccess(op operation, table, pk, rk string) *tabula.Error {
