@@ -75,15 +75,7 @@ func start(opts *tabula.Options) (*Server, error) {
 func NewServer(t testing.TB, opts *tabula.Options) *Server {
 	t.Helper()
 	s, err := Start(opts)
-	if err != nil {
-		t.Fatalf("tabulatest: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			t.Errorf("tabulatest: closing the server: %v", err)
-		}
-	})
-	return s
+	return forTest(t, s, err)
 }
 
 // NewInProcess starts an in-process server for t (see StartInProcess) and closes it when
@@ -91,6 +83,12 @@ func NewServer(t testing.TB, opts *tabula.Options) *Server {
 func NewInProcess(t testing.TB, opts *tabula.Options) *Server {
 	t.Helper()
 	s, err := StartInProcess(opts)
+	return forTest(t, s, err)
+}
+
+// forTest fails t if the server did not start, and closes it when the test ends.
+func forTest(t testing.TB, s *Server, err error) *Server {
+	t.Helper()
 	if err != nil {
 		t.Fatalf("tabulatest: %v", err)
 	}
