@@ -9,9 +9,9 @@ import (
 	"net/http"
 	"strings"
 	"time"
-	"unicode/utf16"
 
 	"github.com/tabuladb/tabula"
+	"github.com/tabuladb/tabula/odata"
 )
 
 // MaxClockSkew is how far a Shared Key request's date may be from the server's clock, as on
@@ -316,14 +316,14 @@ func (g *grant) hasRange() bool {
 // service orders them (by UTF-16 code units).
 func (g *grant) inRange(pk, rk string) bool {
 	if g.startPK != "" {
-		c := compareUTF16(pk, g.startPK)
-		if c < 0 || c == 0 && g.startRK != "" && compareUTF16(rk, g.startRK) < 0 {
+		c := odata.CompareStrings(pk, g.startPK)
+		if c < 0 || c == 0 && g.startRK != "" && odata.CompareStrings(rk, g.startRK) < 0 {
 			return false
 		}
 	}
 	if g.endPK != "" {
-		c := compareUTF16(pk, g.endPK)
-		if c > 0 || c == 0 && g.endRK != "" && compareUTF16(rk, g.endRK) > 0 {
+		c := odata.CompareStrings(pk, g.endPK)
+		if c > 0 || c == 0 && g.endRK != "" && odata.CompareStrings(rk, g.endRK) > 0 {
 			return false
 		}
 	}
@@ -351,36 +351,3 @@ func (g *grant) rangeFilter() string {
 	return strings.Join(terms, " and ")
 }
 
-// compareUTF16 compares strings by UTF-16 code units, the service's key order.
-func compareUTF16(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	for i := 0; i < len(ra) && i < len(rb); i++ {
-		if ra[i] == rb[i] {
-			continue
-		}
-		ua, ub := unit(ra[i]), unit(rb[i])
-		if ua == ub { // two supplementary runes with the same high surrogate
-			ua, ub = ra[i], rb[i]
-		}
-		if ua < ub {
-			return -1
-		}
-		return 1
-	}
-	switch {
-	case len(ra) < len(rb):
-		return -1
-	case len(ra) > len(rb):
-		return 1
-	}
-	return 0
-}
-
-// unit is the first UTF-16 code unit of r, which decides the order of two different runes.
-func unit(r rune) rune {
-	if r >= 0x10000 {
-		hi, _ := utf16.EncodeRune(r)
-		return hi
-	}
-	return r
-}
