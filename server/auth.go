@@ -350,4 +350,3 @@ func (g *grant) rangeFilter() string {
 	}
 	return strings.Join(terms, " and ")
 }
-
