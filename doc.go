@@ -70,6 +70,13 @@
 // ends query pages at range boundaries as the service may; Retry retries what the service
 // says to retry, with its exponential backoff.
 //
+// # Over the wire
+//
+// Package server puts the Azure Table REST protocol in front of a DB, so programs written
+// against Azure Table storage, through any official SDK, run against Tabula unchanged;
+// `tabula serve` (cmd/tabula) runs it on 127.0.0.1:10002 like the storage emulators, and
+// package tabulatest starts one inside a Go test, over loopback or with no socket at all.
+//
 // # Errors
 //
 // Errors are *Error values carrying the service's error code and HTTP status; compare them
