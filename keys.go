@@ -38,11 +38,6 @@ func tableBounds(id uint64) (lower, upper []byte) {
 	return tablePrefix(id), tablePrefix(id + 1)
 }
 
-// partitionPrefix is the prefix of every entity key in one partition, including its separator.
-func partitionPrefix(id uint64, pk string) []byte {
-	return storage.AppendSeparator(storage.AppendPart(tablePrefix(id), pk))
-}
-
 func entityKey(id uint64, pk, rk string) []byte {
 	// Sized for the prefix, both parts and the separator; only an escaped NUL, which valid
 	// keys never hold, would grow it.

@@ -12,7 +12,7 @@ import (
 
 // Operations do not read the catalog: that would cost each of them a second storage read.
 // They resolve their table once to an openTable kept in memory. DeleteTable, after
-// committing, marks it dropped and then takes it exclusively before dropping the data:
+// committing, takes it exclusively and marks it dropped before dropping the data:
 //   - writes hold it read-locked while they run, so the drop waits for the writes under
 //     way (they overlap the deletion, so ordering them before it is linearizable), and a
 //     write can never land in data already dropped, where it would stay forever;
@@ -25,7 +25,7 @@ type openTable struct {
 	rec     tableRecord
 	service *partition.Table
 
-	dropped atomic.Bool  // set by DeleteTable before it takes mu
+	dropped atomic.Bool  // set by DeleteTable, holding mu
 	mu      sync.RWMutex // read-locked by writes; DeleteTable waits on it before dropping data
 }
 
@@ -118,9 +118,9 @@ func (db *DB) forget(name string) {
 	db.open.mu.Unlock()
 	if ok {
 		ot := v.(*openTable)
-		ot.dropped.Store(true)
-		// An empty critical section: waiting for the writes under way is the point.
+		// Taking the lock waits for the writes under way; reads see the mark at once.
 		ot.mu.Lock()
+		ot.dropped.Store(true)
 		ot.mu.Unlock()
 	}
 }

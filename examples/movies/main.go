@@ -90,9 +90,8 @@ func run(ctx context.Context, dir string) error {
 	fmt.Println("merged Favorite=true, new ETag", etag)
 
 	// Replace drops whatever it does not carry.
-	etag, err = movies.Update(ctx, tabula.Entity{PartitionKey: "Action", RowKey: "Cop Out",
-		Properties: tabula.Properties{"ReleaseYear": tabula.Int32(2010), "Rating": tabula.Double(3.5)}}, tabula.Replace, etag)
-	if err != nil {
+	if _, err := movies.Update(ctx, tabula.Entity{PartitionKey: "Action", RowKey: "Cop Out",
+		Properties: tabula.Properties{"ReleaseYear": tabula.Int32(2010), "Rating": tabula.Double(3.5)}}, tabula.Replace, etag); err != nil {
 		return err
 	}
 	got, _ = movies.Get(ctx, "Action", "Cop Out")
