@@ -47,27 +47,7 @@ func TestMain(m *testing.M) {
 var ctx = context.Background()
 
 // openEngine opens a Tabula DB in dir (ignored in memory) with the default options.
-func openEngine(tb testing.TB, dir string) *tabula.DB {
-	tb.Helper()
-	var (
-		db  *tabula.DB
-		err error
-	)
-	if inMemory {
-		db, err = tabula.OpenInMemory(nil)
-	} else {
-		db, err = tabula.Open(dir, nil)
-	}
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		if err := db.Close(); err != nil {
-			tb.Error(err)
-		}
-	})
-	return db
-}
+func openEngine(tb testing.TB, dir string) *tabula.DB { return openEngineWith(tb, dir, nil) }
 
 // openBadger opens raw Badger in dir (ignored in memory) as storage.Open would.
 func openBadger(tb testing.TB, dir string) *badger.DB {

@@ -15,17 +15,8 @@ import (
 // The operations on tables (semantics.md §2.2).
 
 func (c *call) createTable() {
-	if err := c.grant.authorize(opCreateTable, ""); err != nil {
-		c.fail(err)
-		return
-	}
-	lvl, err := c.negotiate()
-	var body []byte
-	if err == nil {
-		body, err = c.jsonBody()
-	}
-	if err != nil {
-		c.fail(err)
+	lvl, body, ok := c.jsonRequest(opCreateTable, "")
+	if !ok {
 		return
 	}
 	members, perr := parseObject(body)
@@ -272,17 +263,8 @@ func (c *call) queryEntities(table string) {
 }
 
 func (c *call) insertEntity(table string) {
-	if err := c.grant.authorize(opInsert, table); err != nil {
-		c.fail(err)
-		return
-	}
-	lvl, err := c.negotiate()
-	var body []byte
-	if err == nil {
-		body, err = c.jsonBody()
-	}
-	if err != nil {
-		c.fail(err)
+	lvl, body, ok := c.jsonRequest(opInsert, table)
+	if !ok {
 		return
 	}
 	e, err := decodeEntity(body, keysFromBody)
@@ -381,6 +363,28 @@ func (c *call) deleteEntity(res resource) {
 		return
 	}
 	c.noContent()
+}
+
+// jsonRequest authorizes a request that carries a JSON body and answers with one,
+// negotiates the response's format and reads the body; when any of that fails it answers
+// the request itself and reports false.
+func (c *call) jsonRequest(op operation, table string) (level, []byte, bool) {
+	err := c.grant.authorize(op, table)
+	var (
+		lvl  level
+		body []byte
+	)
+	if err == nil {
+		lvl, err = c.negotiate()
+	}
+	if err == nil {
+		body, err = c.jsonBody()
+	}
+	if err != nil {
+		c.fail(err)
+		return lvl, nil, false
+	}
+	return lvl, body, true
 }
 
 // jsonBody checks the request body's Content-Type and reads the body.
