@@ -53,6 +53,9 @@ func (a Account) check() error {
 	if a.Name == "" || strings.ContainsAny(a.Name, "/?#%:; ") {
 		return fmt.Errorf("server: account name %q is empty or has a character URLs cannot carry plainly", a.Name)
 	}
+	if a.Name == reservedAccountName {
+		return fmt.Errorf("server: account name %q is reserved for Tabula's own paths", a.Name)
+	}
 	if len(a.Keys) == 0 {
 		return fmt.Errorf("server: account %q has no key", a.Name)
 	}

@@ -99,6 +99,10 @@ type call struct {
 // credentials before anything else (a request that fails them touches nothing), then
 // routes by path and method.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, ReservedPrefix) {
+		s.serveReserved(w, r)
+		return
+	}
 	c := &call{s: s, w: w, r: r, id: s.newID(), now: s.clock()}
 	h := w.Header()
 	setHeader(h, "x-ms-request-id", c.id)
