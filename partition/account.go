@@ -28,6 +28,7 @@ type Account struct {
 
 	throttledPartition atomic.Int64 // entities refused by partition limits
 	throttledAccount   atomic.Int64 // entities refused by the account limit
+	history            accountHistory
 
 	bal    balanceParams
 	faults atomic.Pointer[faultState]

@@ -158,6 +158,7 @@ type rangePart struct {
 	hotSince, coldSince int64
 	lastActive          int64
 	offlineUntil        int64
+	throttledHist       *history // nil until the range is first throttled
 
 	// Load samples of the current and previous window, to find the key that
 	// halves the recent load; a storage sample of inserts, to estimate how a
@@ -175,6 +176,7 @@ func newRange(low string, now int64) *rangePart {
 func (r *rangePart) record(t *Table, key string, n int64, throttled bool, now int64) {
 	if throttled {
 		r.throttled += max(n, 1)
+		addHistory(&r.throttledHist, now, max(n, 1))
 	}
 	if n <= 0 {
 		return
@@ -288,6 +290,7 @@ func (t *Table) splitRange(r *rangePart, key string, f float64, now int64) *rang
 	right.offered, r.offered = r.offered-lo, lo
 	lt := int64(math.Round(float64(r.throttled) * f))
 	right.throttled, r.throttled = r.throttled-lt, lt
+	right.throttledHist = splitHistory(&r.throttledHist, f)
 
 	right.loadCur = r.loadCur.splitAt(key)
 	right.loadPrev = r.loadPrev.splitAt(key)
@@ -316,6 +319,7 @@ func (t *Table) mergeRanges(left, right *rangePart, now int64) {
 	left.bytes += right.bytes
 	left.offered += right.offered
 	left.throttled += right.throttled
+	mergeHistory(&left.throttledHist, right.throttledHist, now)
 	left.splits = max(left.splits, right.splits)
 	left.load.merge(right.load, now, b.window)
 	left.lastActive = max(left.lastActive, right.lastActive)

@@ -29,6 +29,9 @@ type RangeInfo struct {
 	Splits int
 	// Offline is set while the range is offline after a split.
 	Offline bool
+	// ThrottledHistory is the entities of Throttled per HistoryInterval over the last
+	// HistoryLen intervals, oldest first, the last holding Report.At; nil when none were.
+	ThrottledHistory []int64
 }
 
 // KeyInfo describes one hot PartitionKey.
@@ -70,6 +73,11 @@ type Report struct {
 	// observing, that would have been) by each kind of limit.
 	ThrottledPartition int64
 	ThrottledAccount   int64
+	// ThrottledPartitionHistory and ThrottledAccountHistory spread the same counts over
+	// time: entities per HistoryInterval over the last HistoryLen intervals, oldest first,
+	// the last holding At; nil when none were throttled then. ResetStats keeps them.
+	ThrottledPartitionHistory []int64
+	ThrottledAccountHistory   []int64
 
 	Tables []TableReport
 }
@@ -86,6 +94,7 @@ func (a *Account) Report() Report {
 		ThrottledPartition: a.throttledPartition.Load(),
 		ThrottledAccount:   a.throttledAccount.Load(),
 	}
+	a.history.fill(&rep, now)
 	hotRate := a.keyLimit.rate / 2
 	if !a.keyLimit.enabled {
 		hotRate = a.bal.splitAbove / 2

@@ -119,11 +119,13 @@ func (t *Table) limit(pk string, n, now int64) (Cause, bool) {
 	a := t.acct
 	if !t.takeKey(pk, n, now) {
 		a.throttledPartition.Add(max(n, 1))
+		a.history.add(now, CausePartitionLimit, max(n, 1))
 		return CausePartitionLimit, false
 	}
 	if a.acctLimit.enabled && !a.acctBucket.take(&a.acctLimit, now, n) {
 		t.refundKey(pk, n)
 		a.throttledAccount.Add(max(n, 1))
+		a.history.add(now, CauseAccountLimit, max(n, 1))
 		return CauseAccountLimit, false
 	}
 	return CauseNone, true
@@ -260,6 +262,8 @@ func (t *Table) rangeInfos(now int64) []RangeInfo {
 			Throttled: r.throttled,
 			Splits:    r.splits,
 			Offline:   r.offlineUntil > now,
+
+			ThrottledHistory: r.throttledHist.series(now),
 		})
 		return true
 	})
