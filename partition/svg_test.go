@@ -44,7 +44,7 @@ func fixedReport() Report {
 			},
 			HotKeys: []KeyInfo{{PartitionKey: "2024-01-07", Rate: 2400, Offered: 140000, Throttled: 4200}},
 		}, {
-			Name: "empty",
+			Name:   "empty",
 			Ranges: []RangeInfo{{}},
 		}},
 	}
