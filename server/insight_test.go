@@ -1,0 +1,207 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tabuladb/tabula"
+	"github.com/tabuladb/tabula/partition"
+)
+
+// loadClock is the injected clock of the load tests: it moves only when the workload says.
+type loadClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *loadClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *loadClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// hotLoad is a DB under a hot-partition workload on a fake clock: table "orders" holds
+// cold data in three range partitions, and PartitionKey "hot" has been written at 3,000
+// entities/s, over its 2,000/s target, for 10 s with the limits enforced. table "<b>x</b>"
+// cannot exist (table names are alphanumeric), but PartitionKey "<i>&amp;'\"" does.
+func hotLoad(t testing.TB) (*tabula.DB, *loadClock, int) {
+	t.Helper()
+	clk := &loadClock{t: time.Date(2024, 5, 6, 7, 0, 0, 0, time.UTC)}
+	db, err := tabula.OpenInMemory(&tabula.Options{Clock: clk.Now})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	ctx := context.Background()
+	orders, err := db.CreateTable(ctx, "orders")
+	require.NoError(t, err)
+	for _, b := range []string{"h", "p"} {
+		ok, err := orders.SplitRangePartition(ctx, b)
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	for i := range 300 {
+		pk := fmt.Sprintf("%c-%03d", 'a'+i%26, i)
+		_, err := orders.Insert(ctx, tabula.Entity{PartitionKey: pk, RowKey: "1", Properties: tabula.Properties{"N": tabula.Int32(int32(i))}})
+		require.NoError(t, err)
+	}
+	_, err = orders.Insert(ctx, tabula.Entity{PartitionKey: "<i>&amp;'\"", RowKey: "x"})
+	require.NoError(t, err)
+
+	db.SetLimitMode(partition.LimitEnforce)
+	const perSecond, seconds = 3000, 10
+	refused := 0
+	for i := range perSecond * seconds {
+		_, err := orders.Upsert(ctx, tabula.Entity{PartitionKey: "hot", RowKey: fmt.Sprint(i % 50)}, tabula.Replace)
+		if err != nil {
+			require.ErrorIs(t, err, tabula.ErrServerBusy)
+			refused++
+		}
+		clk.Advance(time.Second / perSecond)
+	}
+	require.Positive(t, refused, "the workload must be throttled")
+	return db, clk, refused
+}
+
+// getReserved serves a GET under ReservedPrefix with the development account's key.
+func getReserved(t testing.TB, h http.Handler, path string) *http.Response {
+	t.Helper()
+	r := httptest.NewRequest(http.MethodGet, path, nil)
+	r.SetBasicAuth(DevelopmentAccountName, DevelopmentAccountKey)
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w.Result()
+}
+
+func decodeJSON[T any](t testing.TB, res *http.Response) T {
+	t.Helper()
+	var v T
+	require.Equal(t, "application/json; charset=utf-8", res.Header.Get("Content-Type"))
+	require.NoError(t, json.NewDecoder(res.Body).Decode(&v))
+	return v
+}
+
+func TestReportJSON(t *testing.T) {
+	db, _, refused := hotLoad(t)
+	s, err := New(db, nil)
+	require.NoError(t, err)
+
+	res := getReserved(t, s, ReservedPrefix+"api/report")
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	rep := decodeJSON[reportJSON](t, res)
+	assert.Equal(t, "enforce", rep.Mode)
+	assert.Equal(t, 2000.0, rep.PartitionRate)
+	assert.Equal(t, 10.0, rep.HistoryIntervalSeconds)
+	assert.Equal(t, int64(refused), rep.ThrottledPartition)
+	require.Len(t, rep.PartitionHistory, partition.HistoryLen)
+	require.Len(t, rep.AccountHistory, partition.HistoryLen)
+	var sum int64
+	for _, n := range rep.PartitionHistory {
+		sum += n
+	}
+	assert.Equal(t, int64(refused), sum, "the history holds every throttled entity of the last minutes")
+
+	require.Len(t, rep.Tables, 1)
+	orders := rep.Tables[0]
+	assert.Equal(t, "orders", orders.Name)
+	assert.Equal(t, int64(301+50), orders.Entities)
+	require.Len(t, orders.Ranges, 3)
+	var hot []string
+	for _, r := range orders.Ranges {
+		if r.Hot {
+			hot = append(hot, r.Low)
+			assert.Equal(t, "#e53935", r.Color)
+			assert.Positive(t, r.Throttled)
+		} else {
+			assert.Zero(t, r.Throttled)
+		}
+		assert.Len(t, r.History, partition.HistoryLen)
+	}
+	assert.Equal(t, []string{"h"}, hot, `only the range ["h", "p") holding "hot" is hot`)
+	require.NotEmpty(t, orders.HotKeys)
+	assert.Equal(t, "hot", orders.HotKeys[0].PartitionKey)
+	assert.True(t, orders.HotKeys[0].Hot)
+
+	svg := getReserved(t, s, ReservedPrefix+"api/report?format=svg")
+	assert.Equal(t, "image/svg+xml", svg.Header.Get("Content-Type"))
+	body, _ := io.ReadAll(svg.Body)
+	assert.Contains(t, string(body), `class="range hot throttled"`)
+
+	assert.Equal(t, http.StatusBadRequest, getReserved(t, s, ReservedPrefix+"api/report?format=png").StatusCode)
+}
+
+func TestExplain(t *testing.T) {
+	db, _, _ := hotLoad(t)
+	db.SetLimitMode(partition.LimitObserve)
+	s, err := New(db, nil)
+	require.NoError(t, err)
+	explain := func(table, filter string) (*http.Response, explainJSON) {
+		res := getReserved(t, s, ReservedPrefix+"api/explain?table="+table+"&filter="+urlQueryEscape(filter))
+		if res.StatusCode != http.StatusOK {
+			return res, explainJSON{}
+		}
+		return res, decodeJSON[explainJSON](t, res)
+	}
+
+	_, full := explain("orders", "N gt 290")
+	assert.Equal(t, "FullScan", full.Plan)
+	assert.Equal(t, "FullScan", full.Service)
+	assert.Equal(t, 351, full.Scanned, "a full scan examines every entity")
+	assert.Equal(t, 9, full.Returned)
+	assert.InDelta(t, 351.0/9, full.Ratio, 1e-9)
+
+	_, point := explain("orders", "PartitionKey eq 'a-000' and RowKey eq '1'")
+	assert.Equal(t, "Point", point.Plan)
+	assert.Equal(t, 1, point.Scanned)
+	assert.Equal(t, 1, point.Returned)
+	assert.Equal(t, 1.0, point.Ratio)
+
+	_, multi := explain("orders", "PartitionKey eq 'a-000' or PartitionKey eq 'b-001'")
+	assert.Equal(t, "MultiRange", multi.Plan)
+	assert.Equal(t, "FullScan", multi.Service, "the service scans for an OR of keys")
+
+	res, _ := explain("orders", "N gt")
+	assert.Equal(t, http.StatusBadRequest, res.StatusCode)
+	assert.Contains(t, decodeJSON[map[string]string](t, res)["error"], "N gt")
+	res, _ = explain("missing", "")
+	assert.Equal(t, http.StatusNotFound, res.StatusCode)
+	res, _ = explain("", "")
+	assert.Equal(t, http.StatusBadRequest, res.StatusCode)
+
+	// Under enforced limits a page on the throttled key is refused; the plan still shows.
+	db.SetLimitMode(partition.LimitEnforce)
+	_, busy := explain("orders", "PartitionKey eq 'hot'")
+	assert.Equal(t, "RowRange", busy.Plan)
+	assert.Contains(t, busy.RunError, "ServerBusy")
+}
+
+func urlQueryEscape(s string) string {
+	return strings.NewReplacer("%", "%25", " ", "%20", "'", "%27", "&", "%26", "#", "%23", "+", "%2B").Replace(s)
+}
+
+func TestInsightIsReadOnly(t *testing.T) {
+	s, err := New(newHarness(t, nil).db, nil)
+	require.NoError(t, err)
+	for _, path := range []string{"api/report", "api/explain?table=t", "console/"} {
+		r := httptest.NewRequest(http.MethodPost, ReservedPrefix+path, strings.NewReader("{}"))
+		r.SetBasicAuth(DevelopmentAccountName, DevelopmentAccountKey)
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, r)
+		assert.Equal(t, http.StatusMethodNotAllowed, w.Code, path)
+	}
+}
