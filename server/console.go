@@ -16,8 +16,8 @@ var consoleFiles embed.FS
 
 // consoleTypes are the console's files and their content types; nothing else is served.
 var consoleTypes = map[string]string{
-	"index.html": "text/html; charset=utf-8",
-	"console.js": "text/javascript; charset=utf-8",
+	"index.html":  "text/html; charset=utf-8",
+	"console.js":  "text/javascript; charset=utf-8",
 	"console.css": "text/css; charset=utf-8",
 }
 
