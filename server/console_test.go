@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -56,7 +57,9 @@ func TestConsoleShowsKeysOnlyAsText(t *testing.T) {
 }
 
 func TestNewConsoleHandlerOnOwnMux(t *testing.T) {
-	db, _, _ := hotLoad(t)
+	db := newHarness(t, nil).db
+	_, err := db.CreateTable(context.Background(), "orders")
+	require.NoError(t, err)
 	h, err := NewConsoleHandler(db, nil)
 	require.NoError(t, err)
 	mux := http.NewServeMux()
@@ -69,7 +72,10 @@ func TestNewConsoleHandlerOnOwnMux(t *testing.T) {
 	res = getReserved(t, mux, "/ops/tabula/api/report")
 	require.Equal(t, http.StatusOK, res.StatusCode)
 	rep := decodeJSON[reportJSON](t, res)
+	require.Len(t, rep.Tables, 1, "a table without traffic yet is listed too")
 	assert.Equal(t, "orders", rep.Tables[0].Name)
+	assert.True(t, rep.Tables[0].Quiet)
+	assert.Len(t, rep.Tables[0].Ranges, 1)
 
 	w := httptest.NewRecorder()
 	mux.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/ops/tabula/api/report", nil))

@@ -1,9 +1,12 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/tabuladb/tabula"
@@ -28,7 +31,12 @@ func (s *Server) serveInsight(w http.ResponseWriter, r *http.Request, account, p
 		rep := s.db.HeatReport()
 		switch r.URL.Query().Get("format") {
 		case "", "json":
-			writeInsightJSON(w, http.StatusOK, newReportJSON(rep))
+			out := newReportJSON(rep)
+			if err := s.addQuietTables(r.Context(), &out); err != nil {
+				writeInsightError(w, statusOf(err), err.Error())
+				return
+			}
+			writeInsightJSON(w, http.StatusOK, out)
 		case "svg":
 			w.Header().Set("Content-Type", "image/svg+xml")
 			w.Header().Set("Cache-Control", "no-store")
@@ -65,7 +73,10 @@ type reportJSON struct {
 }
 
 type tableJSON struct {
-	Name      string      `json:"name"`
+	Name string `json:"name"`
+	// Quiet is set for a table that exists but has seen no operation since the DB opened:
+	// the simulation has no statistics for it yet (its counts read 0).
+	Quiet     bool        `json:"quiet,omitempty"`
 	Entities  int64       `json:"entities"`
 	Bytes     int64       `json:"bytes"`
 	Rate      float64     `json:"rate"`
@@ -137,6 +148,33 @@ func newReportJSON(rep partition.Report) reportJSON {
 	return out
 }
 
+// addQuietTables lists the tables the heat report does not know yet, in name order: the
+// report covers tables used since the DB opened, the console shows every table.
+func (s *Server) addQuietTables(ctx context.Context, out *reportJSON) error {
+	known := make(map[string]bool, len(out.Tables))
+	for _, t := range out.Tables {
+		known[strings.ToLower(t.Name)] = true
+	}
+	added := false
+	for info, err := range s.db.Tables(ctx, "") {
+		if err != nil {
+			return err
+		}
+		if known[strings.ToLower(info.Name)] {
+			continue
+		}
+		out.Tables = append(out.Tables, tableJSON{
+			Name: info.Name, Quiet: true, HotKeys: []keyJSON{},
+			Ranges: []rangeJSON{{Color: partition.HeatColor(0), History: orZeros(nil)}},
+		})
+		added = true
+	}
+	if added {
+		slices.SortFunc(out.Tables, func(a, b tableJSON) int { return strings.Compare(a.Name, b.Name) })
+	}
+	return nil
+}
+
 // orZeros gives clients a series of HistoryLen values always, zeros for no throttling.
 func orZeros(s []int64) []int64 {
 	if s == nil {
@@ -152,7 +190,7 @@ type explainJSON struct {
 	// Plan is how Tabula runs the filter; Service how the Azure Table service would.
 	Plan    string `json:"plan"`
 	Service string `json:"service"`
-	// Detail is the plan with its key ranges, as tabula.Plan.String gives it before running.
+	// Detail is the plan with the key ranges it scans, as tabula.Plan.String writes them.
 	Detail string `json:"detail"`
 	// Scanned and Returned count the first page's entities examined and returned, and Ratio
 	// is their quotient (examined per entity returned; 0 when none were returned). More is
@@ -179,7 +217,8 @@ func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
 		writeInsightError(w, statusOf(err), err.Error())
 		return
 	}
-	out := explainJSON{Table: name, Filter: filter, Plan: plan.Kind.String(), Service: plan.ServiceKind.String(), Detail: plan.String()}
+	detail, _, _ := strings.Cut(plan.String(), " (service:") // the kind and its key ranges
+	out := explainJSON{Table: name, Filter: filter, Plan: plan.Kind.String(), Service: plan.ServiceKind.String(), Detail: detail}
 	page, err := t.Query(r.Context(), tabula.Query{Filter: filter})
 	switch {
 	case errors.Is(err, tabula.ErrTableNotFound):

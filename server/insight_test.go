@@ -38,9 +38,10 @@ func (c *loadClock) Advance(d time.Duration) {
 }
 
 // hotLoad is a DB under a hot-partition workload on a fake clock: table "orders" holds
-// cold data in three range partitions, and PartitionKey "hot" has been written at 3,000
-// entities/s, over its 2,000/s target, for 10 s with the limits enforced. table "<b>x</b>"
-// cannot exist (table names are alphanumeric), but PartitionKey "<i>&amp;'\"" does.
+// cold data in four range partitions, one starting at a PartitionKey that is markup
+// ("<i>&amp;'\""), and PartitionKey "hot" has been written at 2,600 then 3,400 entities/s,
+// over its 2,000/s target, for 10 s each with the limits enforced; table "users" holds
+// cold data.
 func hotLoad(t testing.TB) (*tabula.DB, *loadClock, int) {
 	t.Helper()
 	clk := &loadClock{t: time.Date(2024, 5, 6, 7, 0, 0, 0, time.UTC)}
@@ -50,7 +51,7 @@ func hotLoad(t testing.TB) (*tabula.DB, *loadClock, int) {
 	ctx := context.Background()
 	orders, err := db.CreateTable(ctx, "orders")
 	require.NoError(t, err)
-	for _, b := range []string{"h", "p"} {
+	for _, b := range []string{"<i>&amp;'\"", "h", "p"} {
 		ok, err := orders.SplitRangePartition(ctx, b)
 		require.NoError(t, err)
 		require.True(t, ok)
@@ -62,17 +63,28 @@ func hotLoad(t testing.TB) (*tabula.DB, *loadClock, int) {
 	}
 	_, err = orders.Insert(ctx, tabula.Entity{PartitionKey: "<i>&amp;'\"", RowKey: "x"})
 	require.NoError(t, err)
+	users, err := db.CreateTable(ctx, "users")
+	require.NoError(t, err)
+	for i := range 40 {
+		_, err := users.Insert(ctx, tabula.Entity{PartitionKey: fmt.Sprintf("user-%02d", i), RowKey: "profile"})
+		require.NoError(t, err)
+	}
 
 	db.SetLimitMode(partition.LimitEnforce)
-	const perSecond, seconds = 3000, 10
+	// Transactions of 100 upserts: the limits count entities, and this keeps the test cheap.
+	batch := make([]tabula.Action, 100)
+	for i := range batch {
+		batch[i] = tabula.Action{Kind: tabula.ActionUpsert, Entity: tabula.Entity{PartitionKey: "hot", RowKey: fmt.Sprintf("%03d", i)}}
+	}
 	refused := 0
-	for i := range perSecond * seconds {
-		_, err := orders.Upsert(ctx, tabula.Entity{PartitionKey: "hot", RowKey: fmt.Sprint(i % 50)}, tabula.Replace)
-		if err != nil {
-			require.ErrorIs(t, err, tabula.ErrServerBusy)
-			refused++
+	for _, perSecond := range []int{26, 34} { // 2,600 then 3,400 entities/s, 10 s each
+		for range perSecond * 10 {
+			if _, err := orders.SubmitTransaction(ctx, batch); err != nil {
+				require.ErrorIs(t, err, tabula.ErrServerBusy)
+				refused += len(batch)
+			}
+			clk.Advance(time.Second / time.Duration(perSecond))
 		}
-		clk.Advance(time.Second / perSecond)
 	}
 	require.Positive(t, refused, "the workload must be throttled")
 	return db, clk, refused
@@ -116,11 +128,11 @@ func TestReportJSON(t *testing.T) {
 	}
 	assert.Equal(t, int64(refused), sum, "the history holds every throttled entity of the last minutes")
 
-	require.Len(t, rep.Tables, 1)
+	require.Len(t, rep.Tables, 2)
 	orders := rep.Tables[0]
 	assert.Equal(t, "orders", orders.Name)
-	assert.Equal(t, int64(301+50), orders.Entities)
-	require.Len(t, orders.Ranges, 3)
+	assert.Equal(t, int64(301+100), orders.Entities)
+	require.Len(t, orders.Ranges, 4)
 	var hot []string
 	for _, r := range orders.Ranges {
 		if r.Hot {
@@ -161,15 +173,16 @@ func TestExplain(t *testing.T) {
 	_, full := explain("orders", "N gt 290")
 	assert.Equal(t, "FullScan", full.Plan)
 	assert.Equal(t, "FullScan", full.Service)
-	assert.Equal(t, 351, full.Scanned, "a full scan examines every entity")
+	assert.Equal(t, 401, full.Scanned, "a full scan examines every entity")
 	assert.Equal(t, 9, full.Returned)
-	assert.InDelta(t, 351.0/9, full.Ratio, 1e-9)
+	assert.InDelta(t, 401.0/9, full.Ratio, 1e-9)
 
 	_, point := explain("orders", "PartitionKey eq 'a-000' and RowKey eq '1'")
 	assert.Equal(t, "Point", point.Plan)
 	assert.Equal(t, 1, point.Scanned)
 	assert.Equal(t, 1, point.Returned)
 	assert.Equal(t, 1.0, point.Ratio)
+	assert.Equal(t, `Point PartitionKey = 'a-000', RowKey = '1'`, point.Detail)
 
 	_, multi := explain("orders", "PartitionKey eq 'a-000' or PartitionKey eq 'b-001'")
 	assert.Equal(t, "MultiRange", multi.Plan)
@@ -185,6 +198,16 @@ func TestExplain(t *testing.T) {
 
 	// Under enforced limits a page on the throttled key is refused; the plan still shows.
 	db.SetLimitMode(partition.LimitEnforce)
+	hot := db.Table("orders")
+	drained := false
+	for range 2100 { // the clock stands still: the bucket (2,000) empties
+		if _, err := hot.Upsert(context.Background(), tabula.Entity{PartitionKey: "hot", RowKey: "000"}, tabula.Replace); err != nil {
+			require.ErrorIs(t, err, tabula.ErrServerBusy)
+			drained = true
+			break
+		}
+	}
+	require.True(t, drained)
 	_, busy := explain("orders", "PartitionKey eq 'hot'")
 	assert.Equal(t, "RowRange", busy.Plan)
 	assert.Contains(t, busy.RunError, "ServerBusy")
