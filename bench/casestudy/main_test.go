@@ -26,6 +26,12 @@ func TestRunTiny(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, b.String())
 		}
 	}
+	for _, f := range []string{"heat08-09", "heat15"} {
+		svg, err := os.ReadFile(filepath.Join(out, f+".svg"))
+		if err != nil || !strings.HasPrefix(string(svg), "<svg") || !strings.Contains(string(svg), `class="range`) {
+			t.Errorf("heat map %s: %v\n%.200s", f, err, svg)
+		}
+	}
 	for _, f := range []string{"fig05", "fig06", "fig07", "fig08", "fig09", "fig10", "fig11", "fig15"} {
 		info, err := os.Stat(filepath.Join(out, f+".svg"))
 		if err != nil || info.Size() == 0 {

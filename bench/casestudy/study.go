@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"sync"
@@ -404,7 +405,23 @@ func (s *study) partitions() error {
 		}
 		charts = append(charts, s.chart("fig0"+fig, "Figure "+fig+": "+what+", limits enforced", "goroutines", "entities/s", sr))
 	}
+	charts = append(charts, s.heatmap("heat08-09", d))
 	return firstErr(charts...)
+}
+
+// heatmap saves the database's heat report beside the charts, as an SVG heat map whatever
+// -format says: which range partitions were hot and how much was throttled, and when.
+func (s *study) heatmap(file string, d *db) error {
+	f, err := os.Create(filepath.Join(s.cfg.out, file+".svg"))
+	if err != nil {
+		return err
+	}
+	if err := d.HeatReport().WriteSVG(f); err != nil {
+		f.Close()
+		return err
+	}
+	fmt.Fprintf(s.w, "Heat map of this database: %s\n", filepath.Join(s.cfg.out, file+".svg"))
+	return f.Close()
 }
 
 // concurrency: Figures 10 and 11, multiple partitions, limits off. Gets read a database
@@ -486,7 +503,10 @@ func (s *study) saturation() error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	return s.chart2("fig15", "Figure 15: saturating one partition with batches of 100, limits enforced", "goroutines", ok, pct)
+	return firstErr(
+		s.chart2("fig15", "Figure 15: saturating one partition with batches of 100, limits enforced", "goroutines", ok, pct),
+		s.heatmap("heat15", d),
+	)
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
