@@ -67,8 +67,14 @@ func (s *Server) serveConsole(w http.ResponseWriter, r *http.Request, account, p
 
 // NewConsoleHandler returns an http.Handler serving the console and the management API of
 // db, for a Go program or test to mount on its own mux; New(db, opts).ServeHTTP serves the
-// same under ReservedPrefix. Paths are taken relative to where it is mounted, so mount it
-// under a prefix with http.StripPrefix:
+// same under ReservedPrefix. Beneath where it is mounted:
+//
+//	console/                          the console: a page that polls the report every 2 s
+//	api/report                        the heat report as JSON (?format=svg: as an SVG heat map)
+//	api/explain?table=T&filter=F      the plan of $filter F on table T, and one page's cost
+//
+// Paths are taken relative to where it is mounted, so mount it under a prefix with
+// http.StripPrefix:
 //
 //	h, err := server.NewConsoleHandler(db, nil)
 //	mux.Handle("/tabula/", http.StripPrefix("/tabula", h)) // console at /tabula/console/

@@ -117,6 +117,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	for _, a := range h.Accounts() {
 		fmt.Fprintf(stdout, "Connection string for %s:\n  %s\n", a.Name, a.ConnectionString(endpoint))
 	}
+	fmt.Fprintf(stdout, "Console (sign in with an account name and key): %s%sconsole/\n", endpoint, server.ReservedPrefix)
 
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
 	served := make(chan error, 1)
