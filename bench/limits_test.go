@@ -191,4 +191,5 @@ func benchPartitions(b *testing.B, insert, multi bool) {
 	if total := ok.Load() + throttled.Load(); total > 0 {
 		b.ReportMetric(100*float64(throttled.Load())/float64(total), "throttled-%")
 	}
+	saveHeatMap(b, db)
 }
