@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"iter"
+	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
@@ -36,11 +37,36 @@ var _ tabula.ServiceAPI = (*Client)(nil)
 // `tabula serve` print them. Like grpc.Dial, it sends nothing: a wrong key shows on the
 // first operation, as AuthenticationFailed.
 func Dial(connectionString string, opts *Options) (*Client, error) {
+	// The SDK builds a SAS connection string's URL from AccountName alone, as for a storage
+	// account in Azure's public cloud; one that names its TableEndpoint (Azurite, tabula
+	// serve, another cloud) is honoured here.
+	if endpoint, sas, ok := sasEndpoint(connectionString); ok {
+		return DialSAS(endpoint+"?"+sas, opts)
+	}
 	svc, err := aztables.NewServiceClientFromConnectionString(connectionString, clientOptions(opts))
 	if err != nil {
 		return nil, withDetail(tabula.ErrInvalidInput, "connection string: %v", err)
 	}
 	return &Client{svc: svc}, nil
+}
+
+// sasEndpoint returns the TableEndpoint and SharedAccessSignature of a connection string
+// that has both and no AccountKey.
+func sasEndpoint(connectionString string) (endpoint, sas string, ok bool) {
+	fields := map[string]string{}
+	for _, f := range strings.Split(connectionString, ";") {
+		if k, v, found := strings.Cut(strings.TrimSpace(f), "="); found {
+			fields[k] = v
+		}
+	}
+	endpoint, sas = fields["TableEndpoint"], strings.TrimPrefix(fields["SharedAccessSignature"], "?")
+	if endpoint == "" || sas == "" || fields["AccountKey"] != "" {
+		return "", "", false
+	}
+	if !strings.HasSuffix(endpoint, "/") {
+		endpoint += "/"
+	}
+	return endpoint, sas, true
 }
 
 // DialSAS returns a client for a service URL that carries a shared access signature in its
