@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
 	"github.com/tabuladb/tabula"
 	"github.com/tabuladb/tabula/remote"
@@ -134,6 +136,25 @@ func BenchmarkRemoteTransaction(b *testing.B) {
 	b.Run("engine", func(b *testing.B) {
 		submit(b, createTable(b, openEngine(b, b.TempDir()), "Batch"), r.reportEngine)
 	})
+	b.Run("sdk", func(b *testing.B) {
+		b.ReportAllocs()
+		db := openEngine(b, b.TempDir())
+		createTable(b, db, "Batch")
+		c := sdkClient(b, db, "inprocess").NewClient("Batch")
+		actions := make([]aztables.TransactionAction, size)
+		n := 0
+		for b.Loop() {
+			for i := range actions {
+				actions[i] = aztables.TransactionAction{ActionType: aztables.TransactionTypeAdd,
+					Entity: server.EncodeEntity(w.Entity(pk, RowKey(prefix, n+i), n+i))}
+			}
+			if _, err := c.SubmitTransaction(ctx, actions, nil); err != nil {
+				b.Fatal(err)
+			}
+			n += size
+		}
+		r.reportProtocol(b, n)
+	})
 	b.Run("remote", func(b *testing.B) {
 		db := openEngine(b, b.TempDir())
 		createTable(b, db, "Batch")
@@ -161,5 +182,23 @@ func BenchmarkRemotePage(b *testing.B) {
 		report(b, n)
 	}
 	b.Run("engine", func(b *testing.B) { page(b, fx.deep, r.reportEngine) })
+	b.Run("sdk", func(b *testing.B) {
+		b.ReportAllocs()
+		c := sdkClient(b, fx.engine, "inprocess").NewClient("Deep")
+		opts := &aztables.ListEntitiesOptions{Filter: to.Ptr(partitionFilter(fx.deepPK))}
+		pager := c.NewListEntitiesPager(opts)
+		n := 0
+		for b.Loop() {
+			if !pager.More() {
+				pager = c.NewListEntitiesPager(opts)
+			}
+			p, err := pager.NextPage(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			n += len(p.Entities)
+		}
+		r.reportProtocol(b, n)
+	})
 	b.Run("remote", func(b *testing.B) { page(b, remoteTable(b, fx.engine, "Deep"), r.reportProtocol) })
 }
