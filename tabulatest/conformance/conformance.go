@@ -665,6 +665,12 @@ func testQueryErrors(t *testing.T, svc tabula.ServiceAPI) {
 	tbl := newTable(t, svc)
 	_, err := tbl.Query(ctx, tabula.Query{Filter: "PartitionKey eq"})
 	requireCode(t, err, tabula.ErrInvalidInput, "a filter that does not parse")
+	for _, top := range []int{tabula.MaxEntitiesPerPage + 1, -1} {
+		_, err = tbl.Query(ctx, tabula.Query{Top: top})
+		requireCode(t, err, tabula.ErrInvalidInput, "top %d", top)
+	}
+	_, err = svc.ListTables(ctx, tabula.TableQuery{Top: tabula.MaxTablesPerPage + 1})
+	requireCode(t, err, tabula.ErrInvalidInput, "a table listing's top above 1000")
 	for e, err := range tbl.QueryAll(ctx, tabula.Query{Filter: "N eq 'unterminated"}) {
 		assert.Equal(t, tabula.Entity{}, e)
 		requireCode(t, err, tabula.ErrInvalidInput, "QueryAll yields the error")
