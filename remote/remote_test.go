@@ -181,3 +181,7 @@ func TestPlanUnavailable(t *testing.T) {
 	assert.Equal(t, tabula.PlanUnavailable, page.Plan.Kind)
 	assert.Equal(t, tabula.PlanUnavailable, page.Plan.ServiceKind)
 }
+
+func TestPlanUnavailableString(t *testing.T) {
+	assert.Equal(t, "Unavailable", tabula.PlanUnavailable.String())
+}
