@@ -85,9 +85,9 @@ const (
 )
 
 var planKindNames = map[PlanKind]string{
-	PlanUnavailable: "Unavailable", // a remote backend's page (api.go)
 	PlanEmpty: "Empty", PlanPoint: "Point", PlanRowRange: "RowRange",
 	PlanPartitionRange: "PartitionRange", PlanMultiRange: "MultiRange", PlanFullScan: "FullScan",
+	PlanUnavailable: "Unavailable", // a remote backend's page (api.go)
 }
 
 func (k PlanKind) String() string {
