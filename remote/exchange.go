@@ -26,6 +26,13 @@ type exchange struct {
 	// selected, when set, is added to the request as $select: the SDK's GetEntity has no
 	// option for it, and the service's point query takes one.
 	selected string
+	// stub, when set, is what the SDK reads in place of a successful response's body: the
+	// client decodes the captured body itself, so the SDK's own decoding (entities through
+	// map[string]any, then back to JSON) would be work thrown away.
+	stub string
+	// noContent asks the service not to echo the entity written (Prefer: return-no-content),
+	// which the SDK's AddEntity cannot say: the client has the entity already.
+	noContent bool
 
 	status int
 	header http.Header
@@ -56,6 +63,9 @@ func (capturePolicy) Do(req *policy.Request) (*http.Response, error) {
 		}
 		u.RawQuery += "$select=" + url.QueryEscape(ex.selected)
 	}
+	if ex.noContent {
+		req.Raw().Header.Set("Prefer", "return-no-content")
+	}
 	resp, err := req.Next()
 	if err != nil || resp == nil {
 		return resp, err
@@ -65,8 +75,13 @@ func (capturePolicy) Do(req *policy.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp.Body = io.NopCloser(bytes.NewReader(body))
 	ex.status, ex.header, ex.body = resp.StatusCode, resp.Header, body
+	if ex.stub != "" && resp.StatusCode < 300 {
+		resp.Body = io.NopCloser(strings.NewReader(ex.stub))
+		resp.ContentLength = int64(len(ex.stub))
+	} else {
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+	}
 	return resp, nil
 }
 

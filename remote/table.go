@@ -34,6 +34,7 @@ func (t *Table) Insert(ctx context.Context, e tabula.Entity) (tabula.Entity, err
 		return tabula.Entity{}, err
 	}
 	ctx, ex := withExchange(ctx, "")
+	ex.noContent = true
 	resp, err := t.client.AddEntity(ctx, body, nil)
 	if err != nil {
 		return tabula.Entity{}, ex.fail(err)
@@ -56,6 +57,7 @@ func (t *Table) Get(ctx context.Context, partitionKey, rowKey string, selected .
 		return tabula.Entity{}, err
 	}
 	ctx, ex := withExchange(ctx, selectList(selected))
+	ex.stub = "{}"
 	if _, err := t.client.GetEntity(ctx, partitionKey, rowKey, nil); err != nil {
 		return tabula.Entity{}, ex.fail(err)
 	}
@@ -162,6 +164,7 @@ func (t *Table) Query(ctx context.Context, q tabula.Query) (tabula.Page, error) 
 		opts.NextRowKey = &q.Continuation.NextRowKey
 	}
 	ctx, ex := withExchange(ctx, "")
+	ex.stub = `{"value":[]}`
 	resp, err := t.client.NewListEntitiesPager(opts).NextPage(ctx)
 	if err != nil {
 		return tabula.Page{}, ex.fail(err)
