@@ -42,6 +42,7 @@ func TestDifferential(t *testing.T) {
 	}
 	for _, seed := range seeds {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			t.Logf("seed %d, %d operations", seed, *diffOps)
 			t.Cleanup(func() {
 				if t.Failed() {
 					t.Logf("replay with: go test ./remote -run TestDifferential -remote.seed=%d", seed)

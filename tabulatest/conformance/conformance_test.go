@@ -3,9 +3,11 @@ package conformance_test
 import (
 	"os"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tabuladb/tabula"
@@ -50,6 +52,28 @@ func TestRemoteInProcess(t *testing.T) {
 		opts := noRetries
 		opts.Transport = srv.Transport()
 		c, err := remote.Dial(srv.ConnectionString(), &remote.Options{ClientOptions: opts})
+		require.NoError(t, err)
+		return c
+	})
+}
+
+// TestRemoteSAS runs the suite with an account shared access signature in place of the key.
+func TestRemoteSAS(t *testing.T) {
+	conformance.Run(t, func(t *testing.T) tabula.ServiceAPI {
+		srv := tabulatest.NewInProcess(t, nil)
+		cred, err := aztables.NewSharedKeyCredential(tabulatest.AccountName, tabulatest.AccountKey)
+		require.NoError(t, err)
+		sas, err := aztables.AccountSASSignatureValues{
+			Protocol: aztables.SASProtocolHTTPSandHTTP, ExpiryTime: time.Now().UTC().Add(time.Hour), Services: "t",
+			Permissions: aztables.AccountSASPermissions{Read: true, Write: true, Delete: true, List: true,
+				Add: true, Create: true, Update: true}.String(),
+			ResourceTypes: aztables.AccountSASResourceTypes{Service: true, Container: true, Object: true}.String(),
+		}.Sign(cred)
+		require.NoError(t, err)
+		opts := noRetries
+		opts.Transport = srv.Transport()
+		c, err := remote.Dial("AccountName="+tabulatest.AccountName+";SharedAccessSignature="+sas.Encode()+
+			";TableEndpoint="+srv.URL, &remote.Options{ClientOptions: opts})
 		require.NoError(t, err)
 		return c
 	})
