@@ -550,6 +550,17 @@ func testTransactionRules(t *testing.T, svc tabula.ServiceAPI) {
 	_, err = tbl.SubmitTransaction(ctx, tooMany)
 	requireActionError(t, err, tabula.MaxTransactionActions-1, tabula.ErrInvalidInput)
 
+	// A body over 4 MiB is refused as a whole (413), not at an action.
+	var large []tabula.Action
+	for i := range 70 {
+		large = append(large, tabula.InsertAction(tabula.Entity{PartitionKey: "p", RowKey: fmt.Sprint(i),
+			Properties: tabula.Properties{"B": make(tabula.Binary, tabula.MaxBinaryLength)}}))
+	}
+	_, err = tbl.SubmitTransaction(ctx, large)
+	requireCode(t, err, tabula.ErrRequestBodyTooLarge)
+	var txe *tabula.TransactionError
+	assert.False(t, errors.As(err, &txe), "the request as a whole is refused, not an action")
+
 	_, err = tbl.SubmitTransaction(ctx, []tabula.Action{{Entity: tabula.Entity{PartitionKey: "p", RowKey: "a"}}})
 	requireActionError(t, err, 0, tabula.ErrInvalidInput, "an action without a kind")
 
