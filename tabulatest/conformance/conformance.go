@@ -376,6 +376,9 @@ func testUpdate(t *testing.T, svc tabula.ServiceAPI) {
 	require.NoError(t, err)
 	_, err = tbl.Update(ctx, tabula.Entity{PartitionKey: "p", RowKey: "missing"}, tabula.Merge, tabula.AnyETag)
 	requireCode(t, err, tabula.ErrResourceNotFound)
+	_, err = tbl.Update(ctx, tabula.Entity{PartitionKey: "p", RowKey: "r"}, tabula.Merge, "not an etag")
+	requireCode(t, err, tabula.ErrInvalidInput, "a malformed ETag")
+	requireCode(t, tbl.Delete(ctx, "p", "r", "not an etag"), tabula.ErrInvalidInput, "a malformed ETag")
 	_, err = tbl.Update(ctx, tabula.Entity{PartitionKey: "p", RowKey: "r"}, tabula.UpdateMode(7), tabula.AnyETag)
 	requireCode(t, err, tabula.ErrInvalidInput, "an update mode that is neither Replace nor Merge")
 }
