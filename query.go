@@ -87,6 +87,7 @@ const (
 var planKindNames = map[PlanKind]string{
 	PlanEmpty: "Empty", PlanPoint: "Point", PlanRowRange: "RowRange",
 	PlanPartitionRange: "PartitionRange", PlanMultiRange: "MultiRange", PlanFullScan: "FullScan",
+	PlanUnavailable: "Unavailable", // a remote backend's page (api.go)
 }
 
 func (k PlanKind) String() string {

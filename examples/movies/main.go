@@ -5,6 +5,11 @@
 //
 //	go run ./examples/movies              # in memory
 //	go run ./examples/movies -data DIR    # on disk; run it twice to see the data come back
+//	go run ./examples/movies -remote "$CONNECTION_STRING"
+//
+// The walk-through itself is written against tabula.ServiceAPI, so with -remote the same
+// code runs against a table service (tabula serve, Azurite, an Azure Storage account)
+// through package remote, and prints the same lines, ETags aside.
 package main
 
 import (
@@ -12,22 +17,45 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"os"
 	"slices"
 
 	"github.com/tabuladb/tabula"
+	"github.com/tabuladb/tabula/remote"
 )
 
 func main() {
 	dir := flag.String("data", "", "keep the database in this directory instead of in memory")
+	conn := flag.String("remote", "", "run against the table service this connection string names, instead of an embedded database")
 	flag.Parse()
-	if err := run(context.Background(), *dir); err != nil {
+	var err error
+	if *conn != "" {
+		err = runRemote(context.Background(), os.Stdout, *conn, nil)
+	} else {
+		err = run(context.Background(), *dir)
+	}
+	if err != nil {
 		log.Fatal(err)
 	}
 }
 
+// runRemote runs the walk-through on the service a connection string names.
+func runRemote(ctx context.Context, out io.Writer, connectionString string, opts *remote.Options) error {
+	svc, err := remote.Dial(connectionString, opts)
+	if err != nil {
+		return err
+	}
+	return walk(ctx, out, svc)
+}
+
+// run runs the walk-through on an embedded database, in memory or in dir.
 func run(ctx context.Context, dir string) error {
+	return runEmbedded(ctx, os.Stdout, dir)
+}
+
+func runEmbedded(ctx context.Context, out io.Writer, dir string) error {
 	var (
 		db  *tabula.DB
 		err error
@@ -41,12 +69,16 @@ func run(ctx context.Context, dir string) error {
 		return err
 	}
 	defer db.Close()
+	return walk(ctx, out, tabula.Embedded(db))
+}
 
+// walk is the walk-through, on either backend.
+func walk(ctx context.Context, out io.Writer, db tabula.ServiceAPI) error {
 	// Movie category is the PartitionKey, title the RowKey.
 	movies, err := db.CreateTable(ctx, "Movies")
 	switch {
 	case errors.Is(err, tabula.ErrTableAlreadyExists):
-		fmt.Println("table Movies already exists (reopened from disk); starting over")
+		fmt.Fprintln(out, "table Movies already exists (from an earlier run); starting over")
 		if err := db.DeleteTable(ctx, "Movies"); err != nil {
 			return err
 		}
@@ -56,7 +88,7 @@ func run(ctx context.Context, dir string) error {
 	case err != nil:
 		return err
 	default:
-		fmt.Println("created table Movies")
+		fmt.Fprintln(out, "created table Movies")
 	}
 
 	copOut := tabula.Entity{PartitionKey: "Action", RowKey: "Cop Out", Properties: tabula.Properties{
@@ -69,16 +101,16 @@ func run(ctx context.Context, dir string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("inserted %s/%s, ETag %s\n", inserted.PartitionKey, inserted.RowKey, inserted.ETag)
+	fmt.Fprintf(out, "inserted %s/%s, ETag %s\n", inserted.PartitionKey, inserted.RowKey, inserted.ETag)
 
 	_, err = movies.Insert(ctx, copOut)
-	fmt.Println("inserting it again:", describe(err))
+	fmt.Fprintln(out, "inserting it again:", describe(err))
 
 	got, err := movies.Get(ctx, "Action", "Cop Out")
 	if err != nil {
 		return err
 	}
-	fmt.Println("point get:", show(got))
+	fmt.Fprintln(out, "point get:", show(got))
 
 	// Merge touches only the properties it carries; a nil value is ignored, as the service
 	// ignores nulls, so Language stays.
@@ -87,7 +119,7 @@ func run(ctx context.Context, dir string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Println("merged Favorite=true, new ETag", etag)
+	fmt.Fprintln(out, "merged Favorite=true, new ETag", etag)
 
 	// Replace drops whatever it does not carry.
 	if _, err := movies.Update(ctx, tabula.Entity{PartitionKey: "Action", RowKey: "Cop Out",
@@ -95,12 +127,12 @@ func run(ctx context.Context, dir string) error {
 		return err
 	}
 	got, _ = movies.Get(ctx, "Action", "Cop Out")
-	fmt.Println("replaced:", show(got))
+	fmt.Fprintln(out, "replaced:", show(got))
 
 	// The ETag read before the merge is stale now: the update is refused and nothing changes.
 	_, err = movies.Update(ctx, tabula.Entity{PartitionKey: "Action", RowKey: "Cop Out",
 		Properties: tabula.Properties{"Rating": tabula.Double(1)}}, tabula.Merge, inserted.ETag)
-	fmt.Println("update with a stale ETag:", describe(err))
+	fmt.Fprintln(out, "update with a stale ETag:", describe(err))
 
 	// Upsert: InsertOrMerge creates, then merges.
 	for _, p := range []tabula.Properties{{"Rating": tabula.Double(4.8)}, {"Language": tabula.String("French")}} {
@@ -109,17 +141,17 @@ func run(ctx context.Context, dir string) error {
 		}
 	}
 	got, _ = movies.Get(ctx, "Drama", "Amelie")
-	fmt.Println("after two InsertOrMerge:", show(got))
+	fmt.Fprintln(out, "after two InsertOrMerge:", show(got))
 
 	// An unconditional delete (AnyETag), then the point get misses.
 	if err := movies.Delete(ctx, "Action", "Cop Out", tabula.AnyETag); err != nil {
 		return err
 	}
 	_, err = movies.Get(ctx, "Action", "Cop Out")
-	fmt.Println("get after delete:", describe(err))
+	fmt.Fprintln(out, "get after delete:", describe(err))
 
 	_, err = movies.Insert(ctx, tabula.Entity{PartitionKey: "Action/Adventure", RowKey: "Heat"})
-	fmt.Println("a key with '/':", describe(err))
+	fmt.Fprintln(out, "a key with '/':", describe(err))
 	return nil
 }
 

@@ -1,0 +1,80 @@
+package remote_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+
+	"github.com/tabuladb/tabula"
+	"github.com/tabuladb/tabula/remote"
+	"github.com/tabuladb/tabula/server"
+	"github.com/tabuladb/tabula/tabulatest"
+)
+
+// README: begin (README.md, "Moving from embedded to a storage account", holds this text)
+
+// open returns the embedded database, or the service a connection string names.
+func open(connectionString string, opts *remote.Options) (tabula.ServiceAPI, func() error, error) {
+	if connectionString != "" {
+		svc, err := remote.Dial(connectionString, opts) // AccountKey or SharedAccessSignature
+		return svc, func() error { return nil }, err
+	}
+	db, err := tabula.OpenInMemory(nil) // or tabula.Open(dir, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	return tabula.Embedded(db), db.Close, nil
+}
+
+// favorite is repository code: it takes the interface, and runs on either backend.
+func favorite(ctx context.Context, movies tabula.TableAPI, category, title string) error {
+	e, err := movies.Get(ctx, category, title)
+	if err != nil {
+		return err // errors.Is(err, tabula.ErrResourceNotFound) on both
+	}
+	e.Properties["Favorite"] = tabula.Boolean(true)
+	_, err = movies.Update(ctx, e, tabula.Merge, e.ETag)
+	return err // errors.Is(err, tabula.ErrUpdateConditionNotSatisfied) on both
+}
+
+// README: end
+
+// The same code on an embedded database and on tabula serve (in process here; a storage
+// account's connection string works the same).
+func Example() {
+	ctx := context.Background()
+	srv, err := tabulatest.StartInProcess(nil)
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+	opts := &remote.Options{ClientOptions: azcore.ClientOptions{Transport: srv.Transport()}}
+
+	for _, conn := range []string{"", server.DevelopmentAccount().ConnectionString(srv.Endpoint)} {
+		svc, closeDB, err := open(conn, opts)
+		if err != nil {
+			panic(err)
+		}
+		movies, err := svc.CreateTable(ctx, "Movies")
+		if err != nil {
+			panic(err)
+		}
+		_, err = movies.Insert(ctx, tabula.Entity{PartitionKey: "Action", RowKey: "Cop Out",
+			Properties: tabula.Properties{"Rating": tabula.Double(4.5)}})
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(favorite(ctx, movies, "Action", "Cop Out"), favorite(ctx, movies, "Action", "Heat"))
+		e, _ := movies.Get(ctx, "Action", "Cop Out")
+		fmt.Println(e.Properties["Favorite"], e.Properties["Rating"])
+		if err := closeDB(); err != nil {
+			panic(err)
+		}
+	}
+	// Output:
+	// <nil> tabula: entity ("Action", "Heat") does not exist (ResourceNotFound)
+	// true 4.5
+	// <nil> tabula: entity ("Action", "Heat") does not exist (ResourceNotFound)
+	// true 4.5
+}
