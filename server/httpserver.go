@@ -198,7 +198,7 @@ func (b *stallReader) leave() {
 
 // refusalsInFlight bounds the refusals being written at once; past it, connections over the
 // cap are closed without a word, so that a flood cannot make the refusals themselves a load.
-const refusalsInFlight = 64
+const refusalsInFlight = 256
 
 // refusalDeadline bounds how long writing one refusal (and reading what the client sent
 // before it) may take.
