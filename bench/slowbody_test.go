@@ -89,8 +89,13 @@ func runSlowBodyLoad(b *testing.B, d time.Duration, attackers int) {
 
 	// The clients connect and create what they work on before any attacker arrives.
 	clients := make([]*aztables.Client, loadClients)
+	var dials atomic.Int64 // connections the clients opened
 	for i := range clients {
-		transport := &http.Transport{MaxIdleConnsPerHost: 4, IdleConnTimeout: 90 * time.Second}
+		transport := &http.Transport{MaxIdleConnsPerHost: 4, IdleConnTimeout: 90 * time.Second,
+			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				dials.Add(1)
+				return (&net.Dialer{}).DialContext(ctx, network, addr)
+			}}
 		defer transport.CloseIdleConnections()
 		svc, err := aztables.NewServiceClientFromConnectionString(conn, &aztables.ClientOptions{
 			ClientOptions: azcore.ClientOptions{Transport: &http.Client{Transport: transport}}})
@@ -163,9 +168,10 @@ func runSlowBodyLoad(b *testing.B, d time.Duration, attackers int) {
 	b.ReportMetric(ms(0.99), "p99-ms")
 	b.ReportMetric(float64(len(all))/d.Seconds(), "requests/s")
 	b.ReportMetric(float64(failed.Load()), "failed")
+	b.ReportMetric(float64(dials.Load()-loadClients), "redials")
 	if attackers > 0 {
 		b.ReportMetric(float64(att.refused.Load()), "attacks-refused")
-		b.ReportMetric(float64(att.dropped.Load()), "attacks-dropped")
+		b.ReportMetric(float64(att.closed.Load()), "attacks-closed")
 		b.ReportMetric(float64(att.cut.Load()), "attacks-cut-off")
 		b.ReportMetric(float64(att.dialFailed.Load()), "attacks-undialled")
 	}
@@ -182,7 +188,7 @@ func loadEntity(client, row int) []byte {
 
 type attackStats struct {
 	refused    atomic.Int64 // connections answered 503 ServerBusy at once (over the cap)
-	dropped    atomic.Int64 // connections over the cap closed without an answer (too many refusals at once)
+	closed     atomic.Int64 // connections closed without an answer: to make room for a newcomer, or over the refusal budget
 	cut        atomic.Int64 // connections the server answered and closed when the body stalled
 	dialFailed atomic.Int64 // connections that could not be opened
 }
@@ -235,7 +241,7 @@ func slowBodyAttacker(ctx context.Context, addr string, st *attackStats, started
 			st.refused.Add(1)
 			pause()
 		case len(head) == 0:
-			st.dropped.Add(1)
+			st.closed.Add(1)
 			pause()
 		default:
 			st.cut.Add(1)

@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/tls"
 	"errors"
 	"io"
@@ -108,6 +109,23 @@ func NewHTTPServer(h http.Handler, l HTTPLimits) *http.Server {
 		ReadTimeout:       l.ReadTimeout,
 		WriteTimeout:      l.WriteTimeout,
 		IdleTimeout:       l.IdleTimeout,
+		// What a capped listener needs to know of its connections (see limitedConn.waiting).
+		ConnState: func(c net.Conn, s http.ConnState) {
+			if lc := asLimited(c); lc != nil {
+				switch s {
+				case http.StateNew, http.StateIdle:
+					lc.wait()
+				case http.StateActive:
+					lc.work()
+				}
+			}
+		},
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			if lc := asLimited(c); lc != nil {
+				return context.WithValue(ctx, limitedConnKey{}, lc)
+			}
+			return ctx
+		},
 	}
 }
 
@@ -127,6 +145,7 @@ func (g *stallGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	b := &stallReader{body: r.Body, rc: http.NewResponseController(w), g: g}
+	b.conn, _ = r.Context().Value(limitedConnKey{}).(*limitedConn)
 	if g.limits.ReadTimeout > 0 {
 		b.whole = g.now().Add(g.limits.ReadTimeout)
 	}
@@ -138,6 +157,9 @@ func (g *stallGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// what the handler leaves unread as it always does; under the stall deadline armed below.
 	r2 := *r
 	r2.Body = b
+	if b.conn != nil {
+		b.conn.wait() // for the body
+	}
 	defer b.leave()
 	g.h.ServeHTTP(w, &r2)
 }
@@ -147,7 +169,8 @@ type stallReader struct {
 	body  io.ReadCloser
 	rc    *http.ResponseController
 	g     *stallGuard
-	whole time.Time // the whole request's deadline; zero: none
+	whole time.Time    // the whole request's deadline; zero: none
+	conn  *limitedConn // the capped connection the body arrives on, if any
 	mu    sync.Mutex
 	ended bool // the body was read to its end (or failed)
 }
@@ -169,9 +192,15 @@ func (b *stallReader) Read(p []byte) (int, error) {
 		b.arm()
 	}
 	n, err := b.body.Read(p)
+	if n > 0 && b.conn != nil {
+		b.conn.wait() // progress: waiting on the client afresh
+	}
 	if err != nil && !b.ended {
 		b.ended = true
 		if err == io.EOF {
+			if b.conn != nil {
+				b.conn.work()
+			}
 			// The request is in. What reads the connection now is net/http's watch for the
 			// client going away, which must not time out while the handler works (that would
 			// cancel the request's context); the response gets its WriteTimeout from here.
@@ -193,6 +222,9 @@ func (b *stallReader) leave() {
 	defer b.mu.Unlock()
 	if !b.ended {
 		b.arm()
+		if b.conn != nil {
+			b.conn.wait()
+		}
 	}
 }
 
@@ -205,9 +237,15 @@ const refusalsInFlight = 256
 const refusalDeadline = 2 * time.Second
 
 // LimitListener caps the connections a listener hands out at max (0: DefaultMaxConnections;
-// negative: no cap, ln itself). A connection over the cap is not queued: it is answered at
-// once with 503 ServerBusy and "Connection: close", the service's answer when it is too busy,
-// which the Azure SDKs retry with backoff, and closed. A connection counts until it is closed.
+// negative: no cap, ln itself). A connection is not queued when the cap is reached. If some
+// open connection has been waiting on its client for a while (idle between requests, not yet
+// sending one, or stalled in the middle of a body), the one waiting longest is closed to make
+// room: so slow or idle clients cannot keep out one that has a request to make, and active
+// ones are never cut. Otherwise the newcomer is answered at once with 503 ServerBusy and
+// "Connection: close", the service's answer when it is too busy, which the Azure SDKs retry
+// with backoff, and closed. A connection counts until it is closed. Only a server made by
+// NewHTTPServer tells the listener which connections wait; under any other, connections over
+// the cap are refused.
 //
 // ln must hand out the raw connections (for HTTPS use LimitTLSListener): net/http recognises
 // a TLS connection by its type, which a wrapper would hide.
@@ -222,7 +260,8 @@ func LimitListener(ln net.Listener, max int) net.Listener {
 }
 
 func newLimitListener(ln net.Listener, max int) *limitListener {
-	return &limitListener{Listener: ln, max: int64(max), refusals: make(chan struct{}, refusalsInFlight)}
+	return &limitListener{Listener: ln, max: int64(max), refusals: make(chan struct{}, refusalsInFlight),
+		conns: make(map[*limitedConn]struct{}), now: time.Now}
 }
 
 // LimitTLSListener is LimitListener for HTTPS: it caps the TCP connections of ln and serves
@@ -234,11 +273,20 @@ func LimitTLSListener(ln net.Listener, max int, cfg *tls.Config) net.Listener {
 	case max < 0:
 		return tls.NewListener(ln, cfg)
 	}
+	_, tl := newLimitTLSListener(ln, max, cfg)
+	return tl
+}
+
+func newLimitTLSListener(ln net.Listener, max int, cfg *tls.Config) (*limitListener, net.Listener) {
 	l := newLimitListener(ln, max)
 	l.tls = cfg.Clone()
 	l.tls.NextProtos = []string{"http/1.1"}
-	return tls.NewListener(l, cfg)
+	return l, tls.NewListener(l, cfg)
 }
+
+// evictAfter is how long a connection must have been waiting on its client before it may be
+// closed to make room for a new one.
+const evictAfter = time.Second
 
 type limitListener struct {
 	net.Listener
@@ -246,6 +294,10 @@ type limitListener struct {
 	open     atomic.Int64
 	refusals chan struct{}
 	tls      *tls.Config // refusals are spoken in TLS with it, when set
+	now      func() time.Time
+
+	mu    sync.Mutex
+	conns map[*limitedConn]struct{}
 
 	released func() // called when a connection's slot is freed; tests wait on it
 	refused  func() // called when a refusal is done; tests wait on it
@@ -257,10 +309,18 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		if l.open.Add(1) <= l.max {
-			return &limitedConn{Conn: c, l: l}, nil
+		// Only this goroutine adds connections, so the count can only fall in between.
+		if l.open.Load() >= l.max {
+			l.evict()
 		}
-		l.open.Add(-1)
+		if l.open.Load() < l.max {
+			lc := &limitedConn{Conn: c, l: l}
+			l.open.Add(1)
+			l.mu.Lock()
+			l.conns[lc] = struct{}{}
+			l.mu.Unlock()
+			return lc, nil
+		}
 		select {
 		case l.refusals <- struct{}{}:
 			go func() {
@@ -273,6 +333,23 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		default:
 			_ = c.Close()
 		}
+	}
+}
+
+// evict closes the connection that has waited longest on its client, if one has waited at
+// least evictAfter.
+func (l *limitListener) evict() {
+	cutoff := l.now().Add(-evictAfter).UnixNano()
+	var victim *limitedConn
+	l.mu.Lock()
+	for c := range l.conns {
+		if w := c.waiting.Load(); w != 0 && w <= cutoff {
+			victim, cutoff = c, w
+		}
+	}
+	l.mu.Unlock()
+	if victim != nil {
+		_ = victim.Close()
 	}
 }
 
@@ -299,7 +376,7 @@ func (l *limitListener) refuse(c net.Conn) {
 	}
 	id := newRequestID()
 	body := appendErrorJSON(nil, "ServerBusy", "The server is busy.", id, time.Now())
-	detail := "the server has " + strconv.FormatInt(l.max, 10) + " connections open, its limit (MaxConnections); retry"
+	detail := "the server has " + strconv.FormatInt(l.max, 10) + " connections open, its limit (MaxConnections), all of them busy; retry"
 	head := "HTTP/1.1 503 Service Unavailable\r\n" +
 		"Content-Type: " + levelMinimal.contentType() + "\r\n" +
 		"Content-Length: " + strconv.Itoa(len(body)) + "\r\n" +
@@ -320,13 +397,40 @@ func (l *limitListener) refuse(c net.Conn) {
 // limitedConn is a connection holding one of the listener's slots until it is closed.
 type limitedConn struct {
 	net.Conn
-	l    *limitListener
-	once sync.Once
+	l *limitListener
+	// waiting is when the connection began waiting on its client (Unix ns): for its first or
+	// next request, or for more of a body that has stalled; 0 while the server works on a
+	// request or never said. The server made by NewHTTPServer keeps it.
+	waiting atomic.Int64
+	once    sync.Once
 }
+
+// limitedConnKey is the request context key of the capped connection a request came on.
+type limitedConnKey struct{}
+
+func asLimited(c net.Conn) *limitedConn {
+	switch c := c.(type) {
+	case *limitedConn:
+		return c
+	case *tls.Conn:
+		lc, _ := c.NetConn().(*limitedConn)
+		return lc
+	}
+	return nil
+}
+
+// wait records that the connection waits on its client from now on.
+func (c *limitedConn) wait() { c.waiting.Store(c.l.now().UnixNano()) }
+
+// work records that the server is working on the connection's request.
+func (c *limitedConn) work() { c.waiting.Store(0) }
 
 func (c *limitedConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(func() {
+		c.l.mu.Lock()
+		delete(c.l.conns, c)
+		c.l.mu.Unlock()
 		c.l.open.Add(-1)
 		if c.l.released != nil {
 			c.l.released()

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -153,12 +154,13 @@ func TestIdleKeepAliveIsClosed(t *testing.T) {
 	assert.Empty(t, readUntilClosed(t, br), "closed without a word")
 }
 
-// The cap refuses the connection past MaxConnections with 503 ServerBusy at once, and admits
-// one again when a connection closes.
+// The cap refuses the connection past MaxConnections with 503 ServerBusy at once when none of
+// the open ones may be closed for it, and admits one again when a connection closes.
 func TestConnectionCapRefusesClearly(t *testing.T) {
 	raw, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	ln := newLimitListener(raw, 2)
+	ln.now = func() time.Time { return testNow } // no connection ever waits long enough to be closed for another
 	released := make(chan struct{}, 8)
 	ln.released = func() { released <- struct{}{} }
 	addr := serveLimited(t, readAll, slowLimits(), ln)
@@ -187,7 +189,7 @@ func TestConnectionCapRefusesClearly(t *testing.T) {
 	assert.Equal(t, 503, resp.StatusCode)
 	assert.True(t, resp.Close, "Connection: close")
 	assert.Contains(t, string(body), `"code":"ServerBusy"`)
-	assert.Contains(t, resp.Header.Get("X-Tabula-Error-Detail"), "2 connections open")
+	assert.Contains(t, resp.Header.Get("X-Tabula-Error-Detail"), "2 connections open, its limit (MaxConnections), all of them busy")
 	assert.Empty(t, readUntilClosed(t, br), "then closed")
 
 	require.NoError(t, held[0].Close())
@@ -202,6 +204,59 @@ func TestConnectionCapRefusesClearly(t *testing.T) {
 	assert.Equal(t, 200, resp.StatusCode, "a slot is free again")
 }
 
+// At the cap, the connection that has waited longest on its client, here a stalled body, is
+// closed to make room for a new one; one whose request the server is working on is not.
+func TestConnectionCapMakesRoomFromStalledConnections(t *testing.T) {
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ln := newLimitListener(raw, 2)
+	var clock atomic.Int64
+	clock.Store(testNow.UnixNano())
+	ln.now = func() time.Time { return time.Unix(0, clock.Load()) }
+
+	working, release, stalled := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/work":
+			close(working)
+			<-release
+		case "/stall":
+			_, _ = r.Body.Read(make([]byte, 1))
+			close(stalled)
+			_, _ = io.ReadAll(r.Body)
+		}
+		_, _ = io.WriteString(w, "done "+r.URL.Path)
+	})
+	addr := serveLimited(t, h, slowLimits(), ln)
+
+	busy := dial(t, addr)
+	_, err = io.WriteString(busy, "GET /work HTTP/1.1\r\nHost: x\r\n\r\n")
+	require.NoError(t, err)
+	<-working
+	slow := dial(t, addr)
+	_, err = io.WriteString(slow, "POST /stall HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+	require.NoError(t, err)
+	<-stalled
+
+	clock.Add(int64(2 * evictAfter))
+	third := dial(t, addr)
+	_, err = io.WriteString(third, "GET /x HTTP/1.1\r\nHost: x\r\n\r\n")
+	require.NoError(t, err)
+	resp, err := http.ReadResponse(bufio.NewReader(third), nil)
+	require.NoError(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, 200, resp.StatusCode, string(b))
+	assert.NotContains(t, readUntilClosed(t, slow), "done", "the stalled connection was closed for the new one")
+
+	close(release)
+	resp, err = http.ReadResponse(bufio.NewReader(busy), nil)
+	require.NoError(t, err)
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, "done /work", string(b), "the connection the server was working on is untouched")
+}
+
 // Over TLS the refusal is spoken in TLS, so that an HTTPS client reads it.
 func TestConnectionCapRefusesOverTLS(t *testing.T) {
 	ts := httptest.NewUnstartedServer(readAll)
@@ -212,7 +267,8 @@ func TestConnectionCapRefusesOverTLS(t *testing.T) {
 
 	raw, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	ln := LimitTLSListener(raw, 1, cfg)
+	l, ln := newLimitTLSListener(raw, 1, cfg)
+	l.now = func() time.Time { return testNow }
 	addr := serveLimited(t, readAll, slowLimits(), ln)
 
 	held, err := tls.Dial("tcp", addr, client.Transport.(*http.Transport).TLSClientConfig)
