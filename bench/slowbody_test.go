@@ -25,11 +25,12 @@ import (
 // BenchmarkSlowBodyAttack is the load test of the HTTP limits: 64 clients of the official Go
 // SDK, each with its own connection pool as 64 processes would have, write and read entities
 // against a server built as `tabula serve` builds it (server.NewHTTPServer with the default
-// limits, server.LimitListener) on 127.0.0.1, for a bounded time; beside them, in the second
-// run, attackers open connections, declare a 4 KiB body, send one byte of it and stall, and
-// open another as soon as the server closes one. It reports the latency of the normal
-// requests (p50-ms, p99-ms) with and without the attackers, and what became of the attackers'
-// connections.
+// limits, server.LimitListener) on 127.0.0.1, for a bounded time; beside them, in the runs
+// with attackers, attackers open connections, declare a 4 KiB body, send one byte of it and
+// stall, and open another when the server closes one (half a second later if it was closed
+// unanswered or refused): half as many attackers as the connection cap, and more than it. It reports the latency of the normal requests (p50-ms, p99-ms) with and without the
+// attackers, the connections the clients had to open again (redials), and what became of the
+// attackers' connections.
 //
 // Each run lasts TABULA_BENCH_LOAD (a Go duration; default 1s, what CI runs), per b.N:
 //
@@ -42,7 +43,7 @@ func BenchmarkSlowBodyAttack(b *testing.B) {
 			b.Fatalf("TABULA_BENCH_LOAD=%q: want a positive Go duration such as 1m", v)
 		}
 	}
-	for _, attackers := range []int{0, slowBodyAttackers} {
+	for _, attackers := range []int{0, server.DefaultMaxConnections / 2, slowBodyAttackers} {
 		b.Run("attackers="+strconv.Itoa(attackers), func(b *testing.B) {
 			for range b.N {
 				runSlowBodyLoad(b, d, attackers)

@@ -31,6 +31,10 @@
 // statistics (501 NotImplemented), CORS, and host-style account URLs. Accounts share the
 // server's one DB; run a Server per DB to keep accounts apart.
 //
+// To serve on a network, NewHTTPServer and LimitListener bound what a client can hold
+// (HTTPLimits): timeouts for headers, bodies that stall, responses and idle connections, and
+// a cap on open connections that sheds idle and stalled ones first.
+//
 // # Steering the simulation: the management API
 //
 // Under ReservedPrefix+"api/" a small JSON API steers what package partition simulates while

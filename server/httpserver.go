@@ -36,8 +36,9 @@ type HTTPLimits struct {
 	// IdleTimeout is how long a keep-alive connection may wait for its next request. Turned
 	// off (negative), net/http falls back to ReadTimeout.
 	IdleTimeout time.Duration
-	// MaxConnections caps the connections open at once (see LimitListener); a connection over
-	// the cap is answered 503 ServerBusy, which the SDKs retry, and closed.
+	// MaxConnections caps the connections open at once (see LimitListener). At the cap, the
+	// connection that has waited longest on its client is closed to make room for a new one;
+	// if none has waited, the new one is answered 503 ServerBusy, which the SDKs retry.
 	MaxConnections int
 	// BodyStallTimeout is the longest a request body may go without delivering a byte; a
 	// body that stalls longer is cut off and its connection closed, whatever ReadTimeout
