@@ -202,10 +202,9 @@ func (b *stallReader) Read(p []byte) (int, error) {
 			if b.conn != nil {
 				b.conn.work()
 			}
-			// The request is in. What reads the connection now is net/http's watch for the
+			// The request is in: net/http has cleared the read deadline for its watch for the
 			// client going away, which must not time out while the handler works (that would
-			// cancel the request's context); the response gets its WriteTimeout from here.
-			_ = b.rc.SetReadDeadline(time.Time{})
+			// cancel the request's context). The response gets its WriteTimeout from here.
 			if wt := b.g.limits.WriteTimeout; wt > 0 {
 				_ = b.rc.SetWriteDeadline(b.g.now().Add(wt))
 			}

@@ -134,6 +134,33 @@ func TestSlowBodyThatKeepsArrivingIsServed(t *testing.T) {
 	assert.Equal(t, "got 15 bytes", string(b))
 }
 
+// Once the body is in, the stall limit no longer applies: a handler that works longer than it
+// keeps its request's context. (net/http cancels the context when its watch for the client
+// going away fails, and that watch reads the connection under whatever read deadline the
+// guard leaves once the body has ended.)
+func TestWorkAfterTheBodyOutlastsTheStallLimit(t *testing.T) {
+	l := slowLimits()
+	l.BodyStallTimeout = 50 * time.Millisecond
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		select {
+		case <-r.Context().Done():
+			_, _ = io.WriteString(w, "canceled")
+		case <-time.After(6 * l.BodyStallTimeout): // the work
+			_, _ = io.WriteString(w, "finished")
+		}
+	})
+	addr := serveLimited(t, h, l, nil)
+	c := dial(t, addr)
+	_, err := io.WriteString(c, "POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}")
+	require.NoError(t, err)
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	require.NoError(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, "finished", string(b))
+}
+
 // An idle keep-alive connection is closed after IdleTimeout, though ReadTimeout is an hour.
 func TestIdleKeepAliveIsClosed(t *testing.T) {
 	l := slowLimits()
