@@ -67,8 +67,8 @@ type DB struct {
 	clock func() time.Time
 
 	queryBudget     time.Duration
-	forbidFullScans bool
-	boundaries      bool
+	forbidFullScans atomic.Bool // see SetForbidFullScans
+	boundaries      atomic.Bool // see SetBoundaryContinuations
 
 	// service simulates the service's range partitions, rate limits and faults.
 	service *partition.Account
@@ -135,10 +135,11 @@ func open(so storage.Options, opts *Options) (*DB, error) {
 		o.QueryBudget = DefaultQueryBudget
 	}
 	db := &DB{
-		store: store, clock: o.Clock,
-		queryBudget: o.QueryBudget, forbidFullScans: o.ForbidFullScans, boundaries: o.BoundaryContinuations,
+		store: store, clock: o.Clock, queryBudget: o.QueryBudget,
 		service: partition.New(&partition.Options{Now: o.Clock, Limits: o.Limits, Balance: o.Balance, Faults: o.Faults}),
 	}
+	db.forbidFullScans.Store(o.ForbidFullScans)
+	db.boundaries.Store(o.BoundaryContinuations)
 	db.dropsCtx, db.stopDrops = context.WithCancel(context.Background())
 	if err := db.loadClock(); err != nil {
 		_ = store.Close()
@@ -282,3 +283,29 @@ func (db *DB) SetLimitMode(m partition.LimitMode) { db.service.SetLimitMode(m) }
 // SetFaults replaces the fault injection (see Options.Faults) while the DB runs; the zero
 // Faults turns it off.
 func (db *DB) SetFaults(f partition.Faults) { db.service.SetFaults(f) }
+
+// SetRates replaces the rate limits' rates and bursts (see Options.Limits) while the DB runs;
+// l.Mode and l.MaxKeys are ignored (SetLimitMode switches the mode), and zero fields take their
+// defaults. Every bucket starts full under the new rates.
+func (db *DB) SetRates(l partition.Limits) { db.service.SetRates(l) }
+
+// Limits returns the rate limits in force, defaults filled in.
+func (db *DB) Limits() partition.Limits { return db.service.Limits() }
+
+// Faults returns the fault injection in force (see Options.Faults).
+func (db *DB) Faults() partition.Faults { return db.service.Faults() }
+
+// SetForbidFullScans switches Options.ForbidFullScans while the DB runs; queries prepared from
+// then on follow it.
+func (db *DB) SetForbidFullScans(on bool) { db.forbidFullScans.Store(on) }
+
+// ForbidFullScans reports whether queries the service would run as full table scans fail.
+func (db *DB) ForbidFullScans() bool { return db.forbidFullScans.Load() }
+
+// SetBoundaryContinuations switches Options.BoundaryContinuations while the DB runs; query
+// pages started from then on follow it.
+func (db *DB) SetBoundaryContinuations(on bool) { db.boundaries.Store(on) }
+
+// BoundaryContinuations reports whether query pages end where their scan crosses into another
+// range partition.
+func (db *DB) BoundaryContinuations() bool { return db.boundaries.Load() }

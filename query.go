@@ -193,7 +193,7 @@ func (db *DB) prepare(q Query) (*preparedQuery, error) {
 	if err != nil {
 		return nil, err
 	}
-	if db.forbidFullScans && c.plan.ServiceKind == PlanFullScan {
+	if db.forbidFullScans.Load() && c.plan.ServiceKind == PlanFullScan {
 		return nil, ErrFullScanForbidden.with("filter %q scans the whole table on the service; constrain PartitionKey", q.Filter)
 	}
 	return &preparedQuery{filter: c, plan: c.plan, keep: keep, top: top, budget: db.queryBudget}, nil
@@ -439,7 +439,7 @@ func (db *DB) runPage(ctx context.Context, ot *openTable, p *preparedQuery, star
 	defer func() { pt.Charge(startPK, page.Plan.Scanned) }()
 	err := db.view(ctx, func(tx *storage.Txn) error {
 		s := scanner{p: p, tx: tx, page: &page, clock: db.clock, began: db.clock(), service: db.service}
-		if db.boundaries {
+		if db.boundaries.Load() {
 			if b, ok := pt.NextBoundary(startPK); ok {
 				s.boundary, s.boundaryPK = storage.AppendPart(tablePrefix(rec.ID), b), b
 			}

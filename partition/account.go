@@ -20,8 +20,9 @@ type Account struct {
 
 	mode       atomic.Uint32 // LimitMode
 	limits     Limits
-	keyLimit   bucketParams
-	acctLimit  bucketParams
+	ratesMu    sync.Mutex // guards limits' rates and bursts (see SetRates)
+	keyLimit   atomic.Pointer[bucketParams]
+	acctLimit  atomic.Pointer[bucketParams]
 	shardCap   int   // per-key buckets per shard
 	idleAfter  int64 // ns a full bucket must be idle before it is dropped
 	acctBucket sharedBucket
@@ -57,18 +58,16 @@ func New(opts *Options) *Account {
 		l.MaxKeys = DefaultMaxKeys
 	}
 	a := &Account{
-		now:       o.Now,
-		seed:      o.Seed,
-		hashSeed:  maphash.MakeSeed(),
-		limits:    l,
-		keyLimit:  newBucketParams(l.PartitionRate, l.PartitionBurst),
-		acctLimit: newBucketParams(l.AccountRate, l.AccountBurst),
-		shardCap:  max(1, (l.MaxKeys+keyShards-1)/keyShards),
-		bal:       o.Balance.params(),
-		tables:    make(map[string]*Table),
+		now:      o.Now,
+		seed:     o.Seed,
+		hashSeed: maphash.MakeSeed(),
+		limits:   l,
+		shardCap: max(1, (l.MaxKeys+keyShards-1)/keyShards),
+		bal:      o.Balance.params(),
+		tables:   make(map[string]*Table),
 	}
-	a.limits.PartitionBurst, a.limits.AccountBurst = a.keyLimit.burst, a.acctLimit.burst
-	a.idleAfter = max(a.keyLimit.refill, int64(time.Second))
+	kl, _ := a.storeRates(l)
+	a.idleAfter = max(kl.refill, int64(time.Second))
 	a.acctBucket.tat.Store(minTime)
 	a.mode.Store(uint32(l.Mode))
 	a.faults.Store(newFaultState(o.Faults))
@@ -82,7 +81,9 @@ func (a *Account) nowNanos() int64 { return a.now().UnixNano() }
 
 // Limits returns the limits in force, defaults filled in.
 func (a *Account) Limits() Limits {
+	a.ratesMu.Lock()
 	l := a.limits
+	a.ratesMu.Unlock()
 	l.Mode = a.LimitMode()
 	return l
 }
@@ -92,6 +93,40 @@ func (a *Account) LimitMode() LimitMode { return LimitMode(a.mode.Load()) }
 
 // SetLimitMode switches the limit mode; buckets keep their state.
 func (a *Account) SetLimitMode(m LimitMode) { a.mode.Store(uint32(m)) }
+
+// SetRates replaces the rates and bursts of the limits while the account
+// runs; l.Mode and l.MaxKeys are ignored (SetLimitMode switches the mode).
+// Zero or negative fields take their defaults, as in New. Every bucket
+// starts full under the new rates, so that a test which slows the service
+// down and then speeds it up again sees the new rates at once, with no debt
+// carried over from the old ones.
+func (a *Account) SetRates(l Limits) {
+	if !(l.PartitionRate > 0) {
+		l.PartitionRate = DefaultPartitionRate
+	}
+	if !(l.AccountRate > 0) {
+		l.AccountRate = DefaultAccountRate
+	}
+	a.storeRates(l)
+	a.acctBucket.tat.Store(minTime)
+	for _, t := range a.tableList() {
+		t.refillKeys()
+	}
+}
+
+// storeRates installs l's rates and bursts and returns the buckets'
+// parameters.
+func (a *Account) storeRates(l Limits) (key, acct *bucketParams) {
+	kl := newBucketParams(l.PartitionRate, l.PartitionBurst)
+	al := newBucketParams(l.AccountRate, l.AccountBurst)
+	a.ratesMu.Lock()
+	a.limits.PartitionRate, a.limits.PartitionBurst = l.PartitionRate, kl.burst
+	a.limits.AccountRate, a.limits.AccountBurst = l.AccountRate, al.burst
+	a.keyLimit.Store(&kl)
+	a.acctLimit.Store(&al)
+	a.ratesMu.Unlock()
+	return &kl, &al
+}
 
 // SetFaults replaces the fault injection configuration and restarts its
 // sequence of draws; the zero Faults turns injection off.

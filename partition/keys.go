@@ -56,7 +56,7 @@ func (t *Table) shard(pk string) *keyShard {
 // reports whether the partition limit admits them (and charged them).
 func (t *Table) takeKey(pk string, n, now int64) bool {
 	a := t.acct
-	p := &a.keyLimit
+	p := a.keyLimit.Load()
 	sh := t.shard(pk)
 	sh.mu.Lock()
 	b := t.bucket(sh, pk, now)
@@ -82,8 +82,8 @@ func (t *Table) chargeKey(pk string, n, now int64) {
 	sh := t.shard(pk)
 	sh.mu.Lock()
 	b := t.bucket(sh, pk, now)
-	if a.keyLimit.enabled {
-		b.tat = a.keyLimit.charge(b.tat, now, n)
+	if p := a.keyLimit.Load(); p.enabled {
+		b.tat = p.charge(b.tat, now, n)
 	}
 	b.last = now
 	b.offered += n
@@ -94,16 +94,28 @@ func (t *Table) chargeKey(pk string, n, now int64) {
 // refundKey undoes takeKey's charge when the account limit refused the
 // operation after the partition limit admitted it.
 func (t *Table) refundKey(pk string, n int64) {
-	a := t.acct
-	if !a.keyLimit.enabled {
+	p := t.acct.keyLimit.Load()
+	if !p.enabled {
 		return
 	}
 	sh := t.shard(pk)
 	sh.mu.Lock()
 	if b := sh.m[pk]; b != nil {
-		b.tat -= a.keyLimit.cost(n)
+		b.tat -= p.cost(n)
 	}
 	sh.mu.Unlock()
+}
+
+// refillKeys fills every PartitionKey bucket of the table (see SetRates).
+func (t *Table) refillKeys() {
+	for i := range t.keys.shards {
+		sh := &t.keys.shards[i]
+		sh.mu.Lock()
+		for _, b := range sh.m {
+			b.tat = math.MinInt64 / 2
+		}
+		sh.mu.Unlock()
+	}
 }
 
 // bucket returns pk's bucket, creating a full one. Called with sh.mu held.

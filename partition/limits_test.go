@@ -207,3 +207,33 @@ func TestThrottledKeysOutliveTheirBuckets(t *testing.T) {
 	assert.Equal(t, int64(refused), hk[0].Throttled)
 	assert.Zero(t, hk[0].Rate)
 }
+
+// SetRates changes the limits of a running account: the new rates hold at once, every bucket
+// starts full under them, and the report and Limits say what is in force.
+func TestSetRatesWhileRunning(t *testing.T) {
+	clk := newFakeClock()
+	acct := New(&Options{Now: clk.Now, Limits: Limits{Mode: LimitEnforce}})
+	tb := acct.Table("t")
+
+	acct.SetRates(Limits{PartitionRate: 1, AccountRate: 1000})
+	assert.True(t, tb.Admit("k", KindInsert, 1).OK(), "a full bucket of one")
+	d := tb.Admit("k", KindInsert, 1)
+	assert.Equal(t, Decision{FaultServerBusy, CausePartitionLimit}, d, "one entity/s, and the second came at once")
+
+	acct.SetRates(Limits{PartitionRate: 1000, AccountRate: 2})
+	assert.True(t, tb.Admit("k", KindInsert, 1).OK(), "the key's debt is forgiven under the new rates")
+	assert.True(t, tb.Admit("other", KindInsert, 1).OK())
+	d = tb.Admit("third", KindInsert, 1)
+	assert.Equal(t, Decision{FaultServerBusy, CauseAccountLimit}, d, "two entities/s for the account")
+
+	l := acct.Limits()
+	assert.Equal(t, Limits{Mode: LimitEnforce, PartitionRate: 1000, PartitionBurst: 1000, AccountRate: 2, AccountBurst: 2, MaxKeys: DefaultMaxKeys}, l)
+	rep := acct.Report()
+	assert.Equal(t, 1000.0, rep.PartitionRate)
+	assert.Equal(t, 2.0, rep.AccountRate)
+
+	acct.SetRates(Limits{})
+	l = acct.Limits()
+	assert.Equal(t, DefaultPartitionRate, l.PartitionRate, "zero takes the default")
+	assert.Equal(t, DefaultAccountRate, l.AccountBurst, "a second's worth")
+}

@@ -86,17 +86,18 @@ type Report struct {
 func (a *Account) Report() Report {
 	at := a.now()
 	now := at.UnixNano()
+	kl := a.keyLimit.Load()
 	rep := Report{
 		At:                 at,
 		Mode:               a.LimitMode(),
-		PartitionRate:      a.keyLimit.rate,
-		AccountRate:        a.acctLimit.rate,
+		PartitionRate:      kl.rate,
+		AccountRate:        a.acctLimit.Load().rate,
 		ThrottledPartition: a.throttledPartition.Load(),
 		ThrottledAccount:   a.throttledAccount.Load(),
 	}
 	a.history.fill(&rep, now)
-	hotRate := a.keyLimit.rate / 2
-	if !a.keyLimit.enabled {
+	hotRate := kl.rate / 2
+	if !kl.enabled {
 		hotRate = a.bal.splitAbove / 2
 	}
 	for _, t := range a.tableList() {

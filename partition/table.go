@@ -122,7 +122,7 @@ func (t *Table) limit(pk string, n, now int64) (Cause, bool) {
 		a.history.add(now, CausePartitionLimit, max(n, 1))
 		return CausePartitionLimit, false
 	}
-	if a.acctLimit.enabled && !a.acctBucket.take(&a.acctLimit, now, n) {
+	if al := a.acctLimit.Load(); al.enabled && !a.acctBucket.take(al, now, n) {
 		t.refundKey(pk, n)
 		a.throttledAccount.Add(max(n, 1))
 		a.history.add(now, CauseAccountLimit, max(n, 1))
@@ -134,8 +134,8 @@ func (t *Table) limit(pk string, n, now int64) (Cause, bool) {
 func (t *Table) refund(pk string, n int64) {
 	a := t.acct
 	t.refundKey(pk, n)
-	if a.acctLimit.enabled {
-		a.acctBucket.refund(&a.acctLimit, n)
+	if al := a.acctLimit.Load(); al.enabled {
+		a.acctBucket.refund(al, n)
 	}
 }
 
@@ -154,8 +154,8 @@ func (t *Table) Charge(pk string, n int) {
 	nn := int64(n)
 	if LimitMode(a.mode.Load()) != LimitOff {
 		t.chargeKey(pk, nn, now)
-		if a.acctLimit.enabled {
-			a.acctBucket.charge(&a.acctLimit, now, nn)
+		if al := a.acctLimit.Load(); al.enabled {
+			a.acctBucket.charge(al, now, nn)
 		}
 	}
 	t.mu.Lock()

@@ -1,8 +1,448 @@
 package server
 
-import "net/http"
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
 
-// serveControl serves the management API's controls: limits and faults.
-func (s *Server) serveControl(w http.ResponseWriter, r *http.Request, account, path string) {
-	http.NotFound(w, r) // TODO(issue 13)
+	"github.com/tabuladb/tabula/partition"
+)
+
+// The management API's controls steer the simulation while the server runs, from any
+// language that speaks HTTP: the rate limits, fault injection, the query switches, and the
+// statistics of the heat report. Each resource is a JSON object; GET reads it, PUT changes
+// the fields the body names and leaves the others as they are, and both answer with the
+// object now in force. See the package documentation for the shapes and a curl session.
+
+// maxControlBody bounds a control request's body: the objects are a few hundred bytes.
+const maxControlBody = 64 << 10
+
+// limitsJSON is the rate limits resource, ReservedPrefix+"api/limits".
+type limitsJSON struct {
+	Mode           string  `json:"mode"`
+	PartitionRate  float64 `json:"partitionRate"`
+	PartitionBurst float64 `json:"partitionBurst"`
+	AccountRate    float64 `json:"accountRate"`
+	AccountBurst   float64 `json:"accountBurst"`
+}
+
+// limitsChange is a PUT of the limits: the fields present change.
+type limitsChange struct {
+	Mode           *string  `json:"mode"`
+	PartitionRate  *float64 `json:"partitionRate"`
+	PartitionBurst *float64 `json:"partitionBurst"`
+	AccountRate    *float64 `json:"accountRate"`
+	AccountBurst   *float64 `json:"accountBurst"`
+}
+
+// faultsJSON is the fault injection resource, ReservedPrefix+"api/faults".
+type faultsJSON struct {
+	Seed              uint64   `json:"seed"`
+	ServerBusy        float64  `json:"serverBusy"`
+	Timeout           float64  `json:"timeout"`
+	Kinds             []string `json:"kinds"`
+	ContinuationEvery int      `json:"continuationEvery"`
+	OfflineOnSplit    bool     `json:"offlineOnSplit"`
+	OfflineFor        string   `json:"offlineFor"`
+}
+
+// faultsChange is a PUT of the faults: the fields present change.
+type faultsChange struct {
+	Seed              *uint64   `json:"seed"`
+	ServerBusy        *float64  `json:"serverBusy"`
+	Timeout           *float64  `json:"timeout"`
+	Kinds             *[]string `json:"kinds"`
+	ContinuationEvery *int      `json:"continuationEvery"`
+	OfflineOnSplit    *bool     `json:"offlineOnSplit"`
+	OfflineFor        *string   `json:"offlineFor"`
+}
+
+// queriesJSON is the query switches resource, ReservedPrefix+"api/queries".
+type queriesJSON struct {
+	ForbidFullScans       bool `json:"forbidFullScans"`
+	BoundaryContinuations bool `json:"boundaryContinuations"`
+}
+
+// queriesChange is a PUT of the query switches: the fields present change.
+type queriesChange struct {
+	ForbidFullScans       *bool `json:"forbidFullScans"`
+	BoundaryContinuations *bool `json:"boundaryContinuations"`
+}
+
+// controlError is a refused control request: its status, the JSON field at fault ("" when
+// the request as a whole is) and what is wrong, in words.
+type controlError struct {
+	status  int
+	field   string
+	message string
+}
+
+func (e *controlError) Error() string { return e.message }
+
+// badField refuses a request because of one field's value.
+func badField(field, format string, args ...any) *controlError {
+	return &controlError{status: http.StatusBadRequest, field: field, message: field + ": " + fmt.Sprintf(format, args...)}
+}
+
+// serveControl serves the management API's controls: limits, faults, query switches and the
+// reset of statistics.
+func (s *Server) serveControl(w http.ResponseWriter, r *http.Request, _ string, path string) {
+	switch path {
+	case "limits":
+		s.controlResource(w, r, s.limitsView, s.changeLimits)
+	case "faults":
+		if r.Method == http.MethodDelete {
+			s.controlMu.Lock()
+			s.db.SetFaults(partition.Faults{})
+			v := s.faultsView()
+			s.controlMu.Unlock()
+			writeControlJSON(w, http.StatusOK, v)
+			return
+		}
+		s.controlResource(w, r, s.faultsView, s.changeFaults)
+	case "queries":
+		s.controlResource(w, r, s.queriesView, s.changeQueries)
+	case "reset":
+		if r.Method != http.MethodPost {
+			methodNotAllowed(w, r, "POST")
+			return
+		}
+		s.db.ResetStats()
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		writeControlError(w, &controlError{status: http.StatusNotFound, message: fmt.Sprintf(
+			"%q is not a resource of the management API; it has limits, faults, queries, reset, report and explain", path)})
+	}
+}
+
+// controlResource serves GET and PUT of one resource: view reads it, change applies the body
+// of a PUT (with s.controlMu held, so that concurrent PUTs do not lose each other's fields).
+func (s *Server) controlResource(w http.ResponseWriter, r *http.Request, view func() any, change func(body []byte) *controlError) {
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		writeControlJSON(w, http.StatusOK, view())
+	case http.MethodPut:
+		body, cerr := readControlBody(w, r)
+		if cerr != nil {
+			writeControlError(w, cerr)
+			return
+		}
+		s.controlMu.Lock()
+		defer s.controlMu.Unlock()
+		if cerr := change(body); cerr != nil {
+			writeControlError(w, cerr)
+			return
+		}
+		writeControlJSON(w, http.StatusOK, view())
+	default:
+		allow := "GET, HEAD, PUT"
+		if strings.HasSuffix(r.URL.Path, "/faults") {
+			allow += ", DELETE"
+		}
+		methodNotAllowed(w, r, allow)
+	}
+}
+
+func (s *Server) limitsView() any {
+	l := s.db.Limits()
+	return limitsJSON{Mode: l.Mode.String(), PartitionRate: l.PartitionRate, PartitionBurst: l.PartitionBurst,
+		AccountRate: l.AccountRate, AccountBurst: l.AccountBurst}
+}
+
+func (s *Server) changeLimits(body []byte) *controlError {
+	var c limitsChange
+	if err := decodeControl(body, &c); err != nil {
+		return err
+	}
+	var mode partition.LimitMode
+	if c.Mode != nil {
+		m, ok := parseLimitMode(*c.Mode)
+		if !ok {
+			return badField("mode", "%q is not a limit mode; use off, observe or enforce", *c.Mode)
+		}
+		mode = m
+	}
+	for _, f := range []struct {
+		name  string
+		v     *float64
+		burst bool
+	}{
+		{"partitionRate", c.PartitionRate, false},
+		{"partitionBurst", c.PartitionBurst, true},
+		{"accountRate", c.AccountRate, false},
+		{"accountBurst", c.AccountBurst, true},
+	} {
+		switch {
+		case f.v == nil:
+		case f.burst && !(*f.v >= 1):
+			return badField(f.name, "must be a number of entities, at least 1; not %s", formatFloat(*f.v))
+		case !f.burst && !(*f.v > 0):
+			return badField(f.name, "must be a positive number of entities per second, not %s", formatFloat(*f.v))
+		}
+	}
+	if c.PartitionRate != nil || c.PartitionBurst != nil || c.AccountRate != nil || c.AccountBurst != nil {
+		l := s.db.Limits()
+		pick := func(rate, burst *float64, curRate, curBurst float64) (float64, float64) {
+			switch {
+			case rate != nil && burst != nil:
+				return *rate, *burst
+			case rate != nil:
+				return *rate, 0 // a second's worth of the new rate
+			case burst != nil:
+				return curRate, *burst
+			}
+			return curRate, curBurst
+		}
+		l.PartitionRate, l.PartitionBurst = pick(c.PartitionRate, c.PartitionBurst, l.PartitionRate, l.PartitionBurst)
+		l.AccountRate, l.AccountBurst = pick(c.AccountRate, c.AccountBurst, l.AccountRate, l.AccountBurst)
+		s.db.SetRates(l)
+	}
+	if c.Mode != nil {
+		s.db.SetLimitMode(mode)
+	}
+	return nil
+}
+
+func formatFloat(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+func parseLimitMode(s string) (partition.LimitMode, bool) {
+	for _, m := range []partition.LimitMode{partition.LimitOff, partition.LimitObserve, partition.LimitEnforce} {
+		if strings.EqualFold(s, m.String()) {
+			return m, true
+		}
+	}
+	return 0, false
+}
+
+// kinds lists every operation kind, in order.
+func kinds() []partition.Kind {
+	var ks []partition.Kind
+	for k := partition.Kind(0); k <= partition.KindQueryTables; k++ {
+		ks = append(ks, k)
+	}
+	return ks
+}
+
+func (s *Server) faultsView() any {
+	f := s.db.Faults()
+	v := faultsJSON{Seed: f.Seed, ServerBusy: f.ServerBusy, Timeout: f.Timeout, Kinds: []string{},
+		ContinuationEvery: f.ContinuationEvery, OfflineOnSplit: f.OfflineOnSplit, OfflineFor: f.OfflineFor.String()}
+	set := f.Kinds
+	if set&partition.AllKinds == 0 {
+		set = partition.AllKinds
+	}
+	for _, k := range kinds() {
+		if set.Has(k) {
+			v.Kinds = append(v.Kinds, k.String())
+		}
+	}
+	if f.OfflineFor <= 0 {
+		v.OfflineFor = partition.DefaultOfflineFor.String()
+	}
+	return v
+}
+
+func (s *Server) changeFaults(body []byte) *controlError {
+	var c faultsChange
+	if err := decodeControl(body, &c); err != nil {
+		return err
+	}
+	f := s.db.Faults()
+	if c.Seed != nil {
+		f.Seed = *c.Seed
+	}
+	for _, p := range []struct {
+		name string
+		v    *float64
+		to   *float64
+	}{{"serverBusy", c.ServerBusy, &f.ServerBusy}, {"timeout", c.Timeout, &f.Timeout}} {
+		if p.v == nil {
+			continue
+		}
+		if v := *p.v; !(v >= 0 && v <= 1) {
+			return badField(p.name, "must be a probability from 0 to 1, not %s", formatFloat(v))
+		}
+		*p.to = *p.v
+	}
+	if f.ServerBusy+f.Timeout > 1 {
+		field := "timeout"
+		if c.Timeout == nil {
+			field = "serverBusy"
+		}
+		return badField(field, "serverBusy + timeout is %s; together they must not exceed 1",
+			formatFloat(f.ServerBusy+f.Timeout))
+	}
+	if c.Kinds != nil {
+		var set partition.KindSet
+		for _, name := range *c.Kinds {
+			k, ok := parseKind(name)
+			if !ok {
+				names := make([]string, 0, len(kinds()))
+				for _, k := range kinds() {
+					names = append(names, k.String())
+				}
+				return badField("kinds", "%q is not an operation kind; the kinds are %s", name, strings.Join(names, ", "))
+			}
+			set |= partition.Kinds(k)
+		}
+		f.Kinds = set // empty: every kind
+	}
+	if c.ContinuationEvery != nil {
+		if *c.ContinuationEvery < 0 {
+			return badField("continuationEvery", "must be a number of entities, or 0 for none; not %d", *c.ContinuationEvery)
+		}
+		f.ContinuationEvery = *c.ContinuationEvery
+	}
+	if c.OfflineOnSplit != nil {
+		f.OfflineOnSplit = *c.OfflineOnSplit
+	}
+	if c.OfflineFor != nil {
+		d, err := time.ParseDuration(*c.OfflineFor)
+		if err != nil || d <= 0 {
+			return badField("offlineFor", "must be a positive duration such as \"3s\" or \"500ms\", not %q", *c.OfflineFor)
+		}
+		f.OfflineFor = d
+	}
+	s.db.SetFaults(f)
+	return nil
+}
+
+func parseKind(name string) (partition.Kind, bool) {
+	for _, k := range kinds() {
+		if strings.EqualFold(name, k.String()) {
+			return k, true
+		}
+	}
+	return 0, false
+}
+
+func (s *Server) queriesView() any {
+	return queriesJSON{ForbidFullScans: s.db.ForbidFullScans(), BoundaryContinuations: s.db.BoundaryContinuations()}
+}
+
+func (s *Server) changeQueries(body []byte) *controlError {
+	var c queriesChange
+	if err := decodeControl(body, &c); err != nil {
+		return err
+	}
+	if c.ForbidFullScans != nil {
+		s.db.SetForbidFullScans(*c.ForbidFullScans)
+	}
+	if c.BoundaryContinuations != nil {
+		s.db.SetBoundaryContinuations(*c.BoundaryContinuations)
+	}
+	return nil
+}
+
+// readControlBody reads a PUT's body, at most maxControlBody bytes.
+func readControlBody(w http.ResponseWriter, r *http.Request) ([]byte, *controlError) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxControlBody))
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return nil, &controlError{status: http.StatusRequestEntityTooLarge, message: fmt.Sprintf("the body exceeds %d bytes", maxControlBody)}
+	case err != nil:
+		return nil, &controlError{status: http.StatusBadRequest, message: "reading the body: " + err.Error()}
+	}
+	return body, nil
+}
+
+// decodeControl decodes a JSON object into v, whose fields are the only ones allowed, and
+// words what is wrong with it in terms of the JSON a caller sent.
+func decodeControl(body []byte, v any) *controlError {
+	if len(strings.TrimSpace(string(body))) == 0 {
+		return &controlError{status: http.StatusBadRequest, message: "the body is empty; send a JSON object with the fields to change"}
+	}
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil && dec.More() {
+		err = errors.New("more than one JSON value")
+	}
+	if err == nil {
+		return nil
+	}
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.As(err, &typeErr) && typeErr.Field != "":
+		return badField(typeErr.Field, "must be %s, not a JSON %s", jsonTypeName(typeErr.Type.Kind().String()), typeErr.Value)
+	case errors.As(err, &typeErr):
+		return &controlError{status: http.StatusBadRequest, message: "the body must be a JSON object, not a JSON " + typeErr.Value}
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		name, qerr := strconv.Unquote(strings.TrimPrefix(err.Error(), "json: unknown field "))
+		if qerr != nil {
+			name = strings.TrimPrefix(err.Error(), "json: unknown field ")
+		}
+		return badField(name, "is not a field of this resource; it has %s", fieldNames(v))
+	case errors.As(err, &syntaxErr), errors.Is(err, io.ErrUnexpectedEOF):
+		return &controlError{status: http.StatusBadRequest, message: "the body is not valid JSON: " + err.Error()}
+	}
+	return &controlError{status: http.StatusBadRequest, message: "the body is not one JSON object: " + err.Error()}
+}
+
+// jsonTypeName names a Go kind the way a JSON user would.
+func jsonTypeName(goKind string) string {
+	switch {
+	case strings.HasPrefix(goKind, "float"), strings.HasPrefix(goKind, "int"):
+		return "a number"
+	case strings.HasPrefix(goKind, "uint"):
+		return "a non-negative integer"
+	case goKind == "bool":
+		return "true or false"
+	case goKind == "string":
+		return "a string"
+	case goKind == "slice":
+		return "an array"
+	}
+	return "a " + goKind
+}
+
+// fieldNames lists the JSON fields of the change struct v points to.
+func fieldNames(v any) string {
+	var names []string
+	switch v.(type) {
+	case *limitsChange:
+		names = []string{"mode", "partitionRate", "partitionBurst", "accountRate", "accountBurst"}
+	case *faultsChange:
+		names = []string{"seed", "serverBusy", "timeout", "kinds", "continuationEvery", "offlineOnSplit", "offlineFor"}
+	case *queriesChange:
+		names = []string{"forbidFullScans", "boundaryContinuations"}
+	}
+	return strings.Join(names, ", ")
+}
+
+func writeControlJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		writeControlError(w, &controlError{status: http.StatusInternalServerError, message: err.Error()})
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// writeControlError answers {"error": message, "field": field}.
+func writeControlError(w http.ResponseWriter, e *controlError) {
+	b, _ := json.Marshal(struct {
+		Error string `json:"error"`
+		Field string `json:"field,omitempty"`
+	}{e.message, e.field})
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(e.status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+func methodNotAllowed(w http.ResponseWriter, r *http.Request, allow string) {
+	w.Header().Set("Allow", allow)
+	writeControlError(w, &controlError{status: http.StatusMethodNotAllowed,
+		message: fmt.Sprintf("%s is not allowed here; use %s", r.Method, allow)})
 }

@@ -30,4 +30,46 @@
 // What it does not do: table ACLs and stored access policies, service properties and
 // statistics (501 NotImplemented), CORS, and host-style account URLs. Accounts share the
 // server's one DB; run a Server per DB to keep accounts apart.
+//
+// To serve on a network, NewHTTPServer and LimitListener bound what a client can hold
+// (HTTPLimits): timeouts for headers, bodies that stall, responses and idle connections, and
+// a cap on open connections that sheds idle and stalled ones first.
+//
+// # Steering the simulation: the management API
+//
+// Under ReservedPrefix+"api/" a small JSON API steers what package partition simulates while
+// the server runs, so that a test in any language can turn throttling on, run its retry logic
+// and read what the service would have seen. It is guarded by the account key: HTTP Basic
+// authentication with the account name as the user and one of its keys as the password.
+// GET reads a resource; PUT changes the fields its body names and leaves the others as they
+// are; both answer 200 with the resource now in force.
+//
+//	GET|PUT /_tabula/api/limits   {"mode":"observe","partitionRate":2000,"partitionBurst":2000,
+//	                               "accountRate":20000,"accountBurst":20000}
+//	GET|PUT /_tabula/api/faults   {"seed":0,"serverBusy":0,"timeout":0,"kinds":["get",…],
+//	                               "continuationEvery":0,"offlineOnSplit":false,"offlineFor":"3s"}
+//	DELETE  /_tabula/api/faults   turn fault injection off
+//	GET|PUT /_tabula/api/queries  {"forbidFullScans":false,"boundaryContinuations":false}
+//	POST    /_tabula/api/reset    zero the heat report's traffic counters (204)
+//	GET     /_tabula/api/report   the heat report
+//
+// The limits (tabula.Options.Limits): mode is off, observe or enforce; rates are entities per
+// second (> 0), bursts are entities (>= 1), and a rate given without its burst gets one
+// second's worth. Changing a rate refills every bucket. The faults (tabula.Options.Faults):
+// serverBusy and timeout are probabilities per operation (together at most 1) of the kinds
+// listed (get, query, insert, replace, merge, insert-or-replace, insert-or-merge, delete,
+// batch, create-table, delete-table, query-tables; an empty list means all); continuationEvery
+// ends a query page after that many scanned entities (0: never); offlineFor is a Go duration.
+// A PUT of the faults restarts their draws, so the same seed and the same requests give the
+// same faults. A refused change answers 400 with {"error": "<field>: what is wrong", "field":
+// "<field>"} and changes nothing.
+//
+// Against `tabula serve` with the development account:
+//
+//	KEY='Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=='
+//	curl -u devstoreaccount1:$KEY -X PUT http://127.0.0.1:10002/_tabula/api/limits \
+//	     -d '{"mode":"enforce","partitionRate":10}'
+//	# ... run the client under test: writes above 10 entities/s per PartitionKey get 503 ServerBusy
+//	curl -u devstoreaccount1:$KEY http://127.0.0.1:10002/_tabula/api/report
+//	curl -u devstoreaccount1:$KEY -X PUT http://127.0.0.1:10002/_tabula/api/limits -d '{"mode":"observe"}'
 package server

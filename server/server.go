@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tabuladb/tabula"
@@ -45,6 +46,8 @@ type Server struct {
 	keys     map[string][][]byte
 	clock    func() time.Time
 	newID    func() string // request IDs and batch boundaries; tests make them predictable
+
+	controlMu sync.Mutex // serialises changes through the management API (control.go)
 }
 
 // New returns a Server for db. It fails only if an account is malformed.
