@@ -32,7 +32,8 @@ type grant struct {
 }
 
 // authenticate checks the request's credentials: a Shared Key or Shared Key Lite
-// Authorization header, or a SAS in the query string. Anonymous requests are refused: the
+// Authorization header, a bearer token (when Options.BearerTokens allows it; see oauth.go),
+// or a SAS in the query string. Anonymous requests are refused: the
 // service has no public access to tables. Every failure is AuthenticationFailed, with
 // what exactly failed in the error's detail.
 func (s *Server) authenticate(c *call, rawPath string) (*grant, *tabula.Error) {
@@ -44,6 +45,12 @@ func (s *Server) authenticate(c *call, rawPath string) (*grant, *tabula.Error) {
 		return fail("account " + c.account + " is not one this server serves")
 	}
 	if auth := c.r.Header.Get("Authorization"); auth != "" {
+		if token, ok := strings.CutPrefix(auth, "Bearer "); ok {
+			if err := s.checkBearer(c, strings.TrimSpace(token)); err != "" {
+				return fail(err)
+			}
+			return nil, nil
+		}
 		if err := s.checkSharedKey(c, keys, auth, rawPath); err != "" {
 			return fail(err)
 		}

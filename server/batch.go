@@ -330,6 +330,7 @@ func (w *batchWriter) finish() {
 }
 
 func (c *call) changeSetSuccess(ops []batchOp, results []tabula.ActionResult) {
+	noteEntities(c.w, len(ops))
 	w := c.newBatchWriter(true)
 	for i, op := range ops {
 		a, r := &op.action, results[i]
@@ -368,6 +369,7 @@ func (c *call) changeSetSuccess(ops []batchOp, results []tabula.ActionResult) {
 // changeSetFailure answers a failed change set: still 202, with one part, the failing
 // operation's own status and its message prefixed with its index (semantics.md §6.4).
 func (c *call) changeSetFailure(ops []batchOp, index int, e *tabula.Error) {
+	noteError(c.w, e.Code)
 	w := c.newBatchWriter(true)
 	headers := []string{"X-Content-Type-Options", "nosniff"}
 	if e.Code != tabula.ErrTableNotFound.Code { // as recorded: a missing table's part has neither

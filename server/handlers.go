@@ -252,6 +252,7 @@ func (c *call) queryEntities(table string) {
 		b = w.appendEntity(b, &page.Entities[i], false)
 	}
 	b = append(b, "]}"...)
+	noteEntities(c.w, len(page.Entities))
 	if next := page.Continuation; !next.IsZero() {
 		h := c.w.Header()
 		setHeader(h, "x-ms-continuation-NextPartitionKey", next.NextPartitionKey)

@@ -34,6 +34,12 @@ type Options struct {
 	// which stamps entities, so that a test can fake Timestamps while real SDKs keep
 	// signing with the real time. Default: time.Now.
 	Clock func() time.Time
+
+	// BearerTokens makes the server accept OAuth bearer tokens over HTTPS, as sent by
+	// azcore's token credentials (azidentity), checked as Azurite's basic OAuth mode
+	// checks them: shape, issuer, audience and lifetime, but NOT the signature (see
+	// oauth.go). Off by default, since anyone can make a token that passes.
+	BearerTokens bool
 }
 
 // Server is an http.Handler speaking the Azure Table service's REST protocol (JSON only)
@@ -45,6 +51,7 @@ type Server struct {
 	keys     map[string][][]byte
 	clock    func() time.Time
 	newID    func() string // request IDs and batch boundaries; tests make them predictable
+	bearer   bool          // Options.BearerTokens
 }
 
 // New returns a Server for db. It fails only if an account is malformed.
@@ -59,7 +66,7 @@ func New(db *tabula.DB, opts *Options) (*Server, error) {
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
-	s := &Server{db: db, accounts: o.Accounts, keys: make(map[string][][]byte), clock: o.Clock, newID: newRequestID}
+	s := &Server{db: db, accounts: o.Accounts, keys: make(map[string][][]byte), clock: o.Clock, newID: newRequestID, bearer: o.BearerTokens}
 	for _, a := range o.Accounts {
 		if err := a.check(); err != nil {
 			return nil, err
@@ -195,6 +202,7 @@ func (c *call) route(res resource, method string) {
 			return
 		}
 	case resEntity:
+		noteEntities(c.w, 1) // unless it fails
 		switch method {
 		case http.MethodGet:
 			c.getEntity(res)
@@ -297,6 +305,7 @@ func (c *call) readBody() ([]byte, *tabula.Error) {
 
 // fail answers with the service's error response.
 func (c *call) fail(e *tabula.Error) {
+	noteError(c.w, e.Code)
 	h := c.w.Header()
 	for _, k := range []string{"ETag", "Location", "DataServiceId", "Preference-Applied",
 		"x-ms-continuation-NextPartitionKey", "x-ms-continuation-NextRowKey", "x-ms-continuation-NextTableName"} {
