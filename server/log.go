@@ -18,7 +18,8 @@ import (
 type LogOptions struct {
 	// Logger gets one record per request: method, path (with any SAS signature redacted),
 	// status, the service's error code, duration, entities and Tabula's error detail. Nil
-	// logs no lines. The level is Info, Warn for 4xx and Error for 5xx.
+	// logs no lines. The level is Info, Warn for 4xx (and a failed batch, whose status is
+	// 202) and Error for 5xx.
 	Logger *slog.Logger
 
 	// Debug gets every request and response in full, headers and bodies, with credentials
@@ -83,7 +84,7 @@ func (l *requestLog) line(r *http.Request, lw *logWriter, elapsed time.Duration)
 	switch {
 	case lw.status >= 500:
 		level = slog.LevelError
-	case lw.status >= 400:
+	case lw.status >= 400 || lw.code != "": // a failed batch answers 202
 		level = slog.LevelWarn
 	}
 	attrs := make([]slog.Attr, 0, 8)

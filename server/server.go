@@ -198,6 +198,7 @@ func (c *call) route(res resource, method string) {
 			c.queryEntities(res.table)
 			return
 		case http.MethodPost:
+			noteEntities(c.w, 1) // unless it fails
 			c.insertEntity(res.table)
 			return
 		}

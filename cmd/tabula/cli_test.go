@@ -3,11 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -196,4 +200,50 @@ func TestOpenErrorDoesNotStutter(t *testing.T) {
 	assert.True(t, strings.HasPrefix(errs.String(), "tabula: opening the database in "+dir+": storage: open"), errs.String())
 	assert.Equal(t, 1, strings.Count(errs.String(), "tabula:"), errs.String())
 	r.shutdown(t)
+}
+
+// The request log reaches standard output, one line per request (JSON with --log-format
+// json); --debug appends full, redacted exchanges to its file; --silent logs no line.
+func TestServeRequestLog(t *testing.T) {
+	debugFile := filepath.Join(t.TempDir(), "debug.log")
+	r := start(t, "--addr", "127.0.0.1:0", "--in-memory", "--log-format", "json", "--debug", debugFile)
+	svc, err := aztables.NewServiceClientFromConnectionString(r.connStr, nil)
+	require.NoError(t, err)
+	c := svc.NewClient("Logged")
+	_, err = c.CreateTable(context.Background(), nil)
+	require.NoError(t, err)
+	_, err = c.GetEntity(context.Background(), "p", "missing", nil)
+	require.Error(t, err)
+	r.shutdown(t)
+
+	var lines []map[string]any
+	for _, line := range strings.Split(r.out.String(), "\n") {
+		if strings.HasPrefix(line, "{") {
+			var m map[string]any
+			require.NoError(t, json.Unmarshal([]byte(line), &m), line)
+			lines = append(lines, m)
+		}
+	}
+	require.Len(t, lines, 2, r.out.String())
+	assert.Equal(t, "POST", lines[0]["method"])
+	assert.Equal(t, "/devstoreaccount1/Tables", lines[0]["path"])
+	assert.EqualValues(t, 201, lines[0]["status"])
+	assert.Equal(t, "WARN", lines[1]["level"])
+	assert.EqualValues(t, 404, lines[1]["status"])
+	assert.Equal(t, "ResourceNotFound", lines[1]["code"])
+	assert.EqualValues(t, 0, lines[1]["entities"])
+
+	dump, err := os.ReadFile(debugFile)
+	require.NoError(t, err)
+	assert.Equal(t, 2, strings.Count(string(dump), "\n=== ")+1, string(dump))
+	assert.Contains(t, string(dump), "Authorization: SharedKeyLite devstoreaccount1:REDACTED\n")
+	assert.Contains(t, string(dump), `{"TableName":"Logged"}`)
+
+	r = start(t, "--addr", "127.0.0.1:0", "--in-memory", "--silent")
+	svc, err = aztables.NewServiceClientFromConnectionString(r.connStr, nil)
+	require.NoError(t, err)
+	_, err = svc.NewClient("Quiet").CreateTable(context.Background(), nil)
+	require.NoError(t, err)
+	r.shutdown(t)
+	assert.NotContains(t, r.out.String(), "msg=request")
 }

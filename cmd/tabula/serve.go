@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -92,6 +93,7 @@ func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer) (err erro
 		handler = server.RequestLog(h, server.LogOptions{Logger: logger, Debug: debug})
 	}
 	srv := server.NewHTTPServer(handler, cfg.http)
+	srv.ErrorLog = log.New(stderr, "", log.LstdFlags) // failed TLS handshakes, mostly
 
 	listening := ln.Addr().(*net.TCPAddr)
 	endpoint := scheme + "://" + clientAddr(listening)
