@@ -15,11 +15,11 @@ import (
 )
 
 // MaxRequestBody is the most bytes a request body may have; larger bodies get 413
-// RequestBodyTooLarge, as on the service (semantics.md §1.4).
+// RequestBodyTooLarge, as on the service (REST docs: "Understanding the Table service data model").
 const MaxRequestBody = 4 << 20
 
 // DefaultVersion is the x-ms-version a response carries when the request named none: the
-// version whose behaviour Tabula reproduces (semantics.md scope).
+// version whose behaviour Tabula reproduces.
 const DefaultVersion = "2019-02-02"
 
 // Options configure a Server. The zero value (or nil) serves the development account.
@@ -231,7 +231,7 @@ func (c *call) route(res resource, method string) {
 }
 
 // effectiveMethod applies X-HTTP-Method tunnelling: only on POST, once, and only to MERGE,
-// PUT or DELETE (semantics.md §2.2).
+// PUT or DELETE (REST docs: "Merge Entity").
 func effectiveMethod(r *http.Request) (string, *tabula.Error) {
 	values := r.Header.Values("X-HTTP-Method")
 	if len(values) == 0 {
