@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -246,4 +247,22 @@ func TestServeRequestLog(t *testing.T) {
 	require.NoError(t, err)
 	r.shutdown(t)
 	assert.NotContains(t, r.out.String(), "msg=request")
+}
+
+// Azurite's --tableHost and --tablePort choose where Tabula listens, and the banner names the
+// address it really listens on, the one in the connection string; it says what a write
+// survives.
+func TestServeBanner(t *testing.T) {
+	r := start(t, "--tableHost", "127.0.0.1", "--tablePort", "0", "--location", t.TempDir(), "--sync-writes", "--silent")
+	m := regexp.MustCompile(`over http on 127\.0\.0\.1:(\d+)\.\n`).FindStringSubmatch(r.out.String())
+	require.NotNil(t, m, r.out.String())
+	assert.NotEqual(t, "0", m[1])
+	assert.Contains(t, r.connStr, "TableEndpoint=http://127.0.0.1:"+m[1]+"/devstoreaccount1/;")
+	assert.Contains(t, r.out.String(), "(--sync-writes: every acknowledged write is on disk)")
+	assert.Empty(t, r.errs.String(), "no warning on loopback")
+	r.shutdown(t)
+
+	r = start(t, "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--silent")
+	assert.Contains(t, r.out.String(), "a power loss can lose the last seconds of acknowledged writes")
+	r.shutdown(t)
 }
