@@ -66,7 +66,7 @@ func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer) (err erro
 			dir := cfg.dir
 			if cfg.inMemory {
 				if dir, err = os.MkdirTemp("", "tabula-tls-"); err != nil {
-					return err
+					return fmt.Errorf("making a directory for the self-signed certificate (or give --cert FILE): %w", err)
 				}
 			}
 			certPath = filepath.Join(dir, "tabula-cert.pem")
