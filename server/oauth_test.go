@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -89,4 +90,40 @@ func TestBearerTokens(t *testing.T) {
 			assert.Contains(t, rec.Header().Get("X-Tabula-Error-Detail"), tc.detail)
 		})
 	}
+}
+
+// Whatever a client sends as a bearer token, checking it neither panics nor accepts a token
+// without a storage audience and a lifetime that covers the server's clock.
+func FuzzBearerToken(f *testing.F) {
+	f.Add(unsignedJWT(testNow, nil))
+	f.Add(unsignedJWT(testNow, map[string]any{"aud": []string{"https://devstoreaccount1.table.core.windows.net"}}))
+	f.Add(unsignedJWT(testNow, map[string]any{"exp": "soon"}))
+	f.Add("a.b.c")
+	f.Add("..")
+	h := newHarness(f, nil)
+	h.s.bearer = true
+	f.Fuzz(func(t *testing.T, token string) {
+		req := httptest.NewRequest("GET", "/devstoreaccount1/Tables", nil)
+		req.TLS = &tls.ConnectionState{}
+		c := &call{s: h.s, w: httptest.NewRecorder(), r: req, account: DevelopmentAccountName, now: testNow}
+		if h.s.checkBearer(c, token) != "" {
+			return
+		}
+		var claims tokenClaims
+		parts := strings.Split(token, ".")
+		if len(parts) != 3 || decodeSegment(parts[1], &claims) != nil {
+			t.Fatalf("accepted %q, which is not a JWT", token)
+		}
+		if claims.Expires == nil || testNow.After(unixSeconds(*claims.Expires)) {
+			t.Fatalf("accepted %q, expired", token)
+		}
+		auds, _ := audiences(claims.Audience)
+		ok := false
+		for _, a := range auds {
+			ok = ok || audienceFor(a, DevelopmentAccountName)
+		}
+		if !ok {
+			t.Fatalf("accepted %q without a storage audience", token)
+		}
+	})
 }

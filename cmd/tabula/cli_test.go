@@ -266,3 +266,25 @@ func TestServeBanner(t *testing.T) {
 	assert.Contains(t, r.out.String(), "a power loss can lose the last seconds of acknowledged writes")
 	r.shutdown(t)
 }
+
+// Whatever --faults says, parsing it neither panics nor accepts a probability outside [0, 1].
+func FuzzParseFaults(f *testing.F) {
+	f.Add("seed=7,busy=0.5,timeout=0.25,kinds=insert+query,continuation-every=3,offline-on-split,offline-for=2s")
+	f.Add("busy=NaN")
+	f.Add("kinds=reads+writes+all")
+	f.Add("offline-on-split=maybe")
+	f.Fuzz(func(t *testing.T, spec string) {
+		faults, err := parseFaults(spec)
+		if err != nil {
+			return
+		}
+		for _, p := range []float64{faults.ServerBusy, faults.Timeout} {
+			if !(p >= 0 && p <= 1) {
+				t.Fatalf("%q: probability %v accepted", spec, p)
+			}
+		}
+		if faults.ContinuationEvery < 0 {
+			t.Fatalf("%q: continuation-every %d accepted", spec, faults.ContinuationEvery)
+		}
+	})
+}
