@@ -19,7 +19,7 @@ import (
 // An entity group transaction arrives as POST $batch: a multipart/mixed document holding one change
 // set, itself multipart/mixed, whose parts are HTTP requests with absolute URLs (REST docs:
 // "Performing entity group transactions"). A batch may instead hold a single point query outside
-// any change set (§6.1).
+// any change set.
 
 // subRequest is one HTTP request inside a batch.
 type subRequest struct {
