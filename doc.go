@@ -60,15 +60,15 @@
 //
 // # The service under load
 //
-// Beyond data, Tabula simulates what the service does under load (package partition):
-// tables served as range partitions that split when they stay hot and merge when cold, the
-// scalability targets of 2,000 entities/s per PartitionKey and 20,000 per account as token
-// buckets (Options.Limits: observed by default, enforced with ServerBusy on request), and
-// deterministic fault injection (Options.Faults: ServerBusy, OperationTimedOut, forced
-// continuations, partitions offline while they split). DB.HeatReport shows which partitions
-// a workload makes hot, the seeds' "partition stress test"; Options.BoundaryContinuations
-// ends query pages at range boundaries as the service may; Retry retries what the service
-// says to retry, with its exponential backoff.
+// Beyond data, Tabula simulates what the service does under load (package partition): tables served
+// as range partitions that split when they stay hot and merge when cold, the scalability targets of
+// 2,000 entities/s per PartitionKey and 20,000 per account as token buckets (Options.Limits:
+// observed by default, enforced with ServerBusy on request), and deterministic fault injection
+// (Options.Faults: ServerBusy, OperationTimedOut, forced continuations, partitions offline while
+// they split). DB.HeatReport shows which partitions a workload makes hot, the "partition stress
+// test" of "Design a scalable partitioning strategy for Azure Table storage";
+// Options.BoundaryContinuations ends query pages at range boundaries as the service may; Retry
+// retries what the service says to retry, with its exponential backoff.
 //
 // # Over the wire
 //

@@ -117,7 +117,7 @@ func ParseGuid(s string) (Guid, error) {
 	return g, nil
 }
 
-// Limits the service enforces (semantics.md §1).
+// Limits the service enforces (REST docs: "Understanding the Table service data model").
 const (
 	MaxKeyLength          = 1024    // UTF-16 code units per PartitionKey or RowKey
 	MaxPropertyNameLength = 255     // UTF-16 code units

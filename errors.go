@@ -54,7 +54,8 @@ func newError(code string, status int, message string) *Error {
 	return &Error{Code: code, StatusCode: status, Message: message}
 }
 
-// Sentinels for errors.Is. Messages are the service's, byte for byte (semantics.md §2.4).
+// Sentinels for errors.Is. Messages are the service's, byte for byte (REST docs: "Table service
+// error codes").
 var (
 	ErrTableAlreadyExists                      = newError("TableAlreadyExists", http.StatusConflict, "The table specified already exists.")
 	ErrTableNotFound                           = newError("TableNotFound", http.StatusNotFound, "The table specified does not exist.")

@@ -1,6 +1,6 @@
 module github.com/tabuladb/tabula
 
-go 1.26
+go 1.25.0
 
 require (
 	github.com/Azure/azure-sdk-for-go/sdk/azcore v1.20.0

@@ -262,10 +262,11 @@ func rangeString(r odata.KeyRange) string {
 	return s
 }
 
-// keysOnly reports whether a filter says nothing but what its key ranges say: a conjunction
-// of comparisons of the keys with string literals (ne excepted), RowKey ones only next to a
-// PartitionKey equality, since odata.Ranges keeps RowKey bounds only under a fixed
-// PartitionKey. Such a filter is the seeds' efficient query, a point or a range.
+// keysOnly reports whether a filter says nothing but what its key ranges say: a conjunction of
+// comparisons of the keys with string literals (ne excepted), RowKey ones only next to a
+// PartitionKey equality, since odata.Ranges keeps RowKey bounds only under a fixed PartitionKey.
+// Such a filter is the efficient query of "How to get most out of Windows Azure Tables", a point or
+// a range.
 func keysOnly(expr odata.Expr) bool {
 	if expr == nil {
 		return true

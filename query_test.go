@@ -84,7 +84,7 @@ func TestExplainAfterRun(t *testing.T) {
 }
 
 func TestContinuationTokens(t *testing.T) {
-	// The service's own examples (semantics.md §5).
+	// The service's own examples (REST docs: "Querying tables and entities").
 	assert.Equal(t, "1!12!Y29udFRva2Vu", encodeToken("contToken"))
 	assert.Equal(t, "1!4!MQ--", encodeToken("1"))
 	assert.Equal(t, "1!8!U21pdGg-", encodeToken("Smith"))

@@ -214,8 +214,9 @@ func TestForcedContinuations(t *testing.T) {
 	assert.Equal(t, 10, n)
 }
 
-// Retry gets through injected ServerBusy faults with the seeds' backoff, waiting on an
-// injected sleep; it does not retry errors the service says not to.
+// Retry gets through injected ServerBusy faults with the backoff of "Design a scalable partitioning
+// strategy for Azure Table storage", waiting on an injected sleep; it does not retry errors the
+// service says not to.
 func TestRetry(t *testing.T) {
 	ctx := context.Background()
 	db, err := OpenInMemory(&Options{Faults: partition.Faults{Seed: 3, ServerBusy: 0.5, Kinds: partition.Kinds(partition.KindInsert)}})

@@ -16,7 +16,7 @@ import (
 	"github.com/tabuladb/tabula/storage"
 )
 
-// Limits of an entity group transaction (semantics.md §6.1).
+// Limits of an entity group transaction (REST docs: "Performing entity group transactions").
 const (
 	// MaxTransactionActions is the most actions one transaction may hold.
 	MaxTransactionActions = 100
@@ -195,10 +195,10 @@ func actionError(i int, err error) error {
 // Rule and action failures are *TransactionError; other failures (a canceled context,
 // ServerBusy under extreme contention, an internal error) are returned as they are.
 //
-// Every write gets its own Timestamp, strictly increasing in action order, so no two
-// writes in a DB ever share a Timestamp or an ETag. The service sometimes gives the
-// writes of one batch a shared Timestamp and sometimes not (semantics.md §3), so clients
-// cannot rely on either, and Tabula keeps its DB-wide invariant.
+// Every write gets its own Timestamp, strictly increasing in action order, so no two writes in a DB
+// ever share a Timestamp or an ETag. The service sometimes gives the writes of one batch a shared
+// Timestamp and sometimes not (as recorded service traffic shows), so clients cannot rely on
+// either, and Tabula keeps its DB-wide invariant.
 func (t *Table) SubmitTransaction(ctx context.Context, actions []Action) ([]ActionResult, error) {
 	names, err := validateTransaction(actions)
 	if err != nil {

@@ -5,7 +5,7 @@
 // evaluates entities without allocating, and Ranges derives the PartitionKey
 // and RowKey ranges a query planner may scan instead of the whole table.
 // The package knows nothing about storage; the authority for its behaviour is
-// the project's semantics.md (§4.2 grammar, §4.3 comparison rules).
+// REST docs: "Querying tables and entities", and the tests here.
 //
 // The rules that surprise people, and why they are implemented so:
 //

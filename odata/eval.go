@@ -84,11 +84,11 @@ func compileAll(es []Expr) []func(Record) bool {
 	return fs
 }
 
-// compileComparison builds the comparison closure. The rules (semantics.md
-// §4.3): a missing property makes every operator false, ne included; a
-// property of another type compares as less than the literal, except that an
-// Int32 literal compares numerically with Int32, Int64 and Double properties
-// and an Int64 literal with Int64 and Double properties.
+// compileComparison builds the comparison closure. The rules (REST docs: "Querying tables and
+// entities" and the tests here): a missing property makes every operator false, ne included; a
+// property of another type compares as less than the literal, except that an Int32 literal compares
+// numerically with Int32, Int64 and Double properties and an Int64 literal with Int64 and Double
+// properties.
 func compileComparison(c Comparison) func(Record) bool {
 	name := c.Property
 	lit := c.Value

@@ -42,6 +42,7 @@
 //	                                    t.Charge(pk, scanned)                // after the fact, may go into debt
 //	create/delete/query tables:         acct.AdmitTableOp(KindCreateTable)
 //
-// Retry(ctx, Backoff{}, fn, isServerBusyOrTimeout) retries with the seeds'
-// backoff. Account.Report returns the heat report a stress test examines.
+// Retry(ctx, Backoff{}, fn, isServerBusyOrTimeout) retries with the backoff of "Design a scalable
+// partitioning strategy for Azure Table storage". Account.Report returns the heat report a stress
+// test examines.
 package partition

@@ -9,8 +9,9 @@ import (
 	"github.com/tabuladb/tabula/partition"
 )
 
-// A partition stress test (S001) on a simulated clock: one PartitionKey
-// offered 3,000 entities/s for ten seconds against its 2,000/s target.
+// A partition stress test ("Design a scalable partitioning strategy for Azure Table storage") on a
+// simulated clock: one PartitionKey offered 3,000 entities/s for ten seconds against its 2,000/s
+// target.
 func ExampleTable_Admit() {
 	now := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 	acct := partition.New(&partition.Options{
@@ -39,8 +40,8 @@ func ExampleTable_Admit() {
 	// hot key: customer-42
 }
 
-// The seeds' backoff with their sample values, a fixed draw and a sleep that
-// only records: delays of 27 s, then 75 s, then the 90 s cap.
+// The backoff of "Design a scalable partitioning strategy for Azure Table storage" with its sample
+// values, a fixed draw and a sleep that only records: delays of 27 s, then 75 s, then the 90 s cap.
 func ExampleRetry() {
 	var waited []time.Duration
 	policy := partition.Backoff{

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// S001's stress test: one PartitionKey offered 3,000 entities/s for a
-// simulated minute against its 2,000 entities/s target.
+// The stress test of "Design a scalable partitioning strategy for Azure Table storage": one
+// PartitionKey offered 3,000 entities/s for a simulated minute against its 2,000 entities/s target.
 func TestHotKeyLimitPerMode(t *testing.T) {
 	run := func(mode LimitMode) (admitted, refused int, rep Report) {
 		clk := newFakeClock()

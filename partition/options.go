@@ -56,13 +56,13 @@ type Limits struct {
 	Mode LimitMode
 
 	// PartitionRate is the target per PartitionKey, in entities/s. Default
-	// 2,000 (S001, S002).
+	// 2,000 ("Performance and scalability checklist for Table storage").
 	PartitionRate float64
 	// PartitionBurst is the bucket size per PartitionKey, in entities.
 	// Default one second's worth of PartitionRate.
 	PartitionBurst float64
 	// AccountRate is the target for the whole account (DB), in entities/s.
-	// Default 20,000 (S002).
+	// Default 20,000 ("Performance and scalability checklist for Table storage").
 	AccountRate float64
 	// AccountBurst is the account bucket size. Default one second's worth.
 	AccountBurst float64
@@ -75,17 +75,17 @@ type Limits struct {
 	MaxKeys int
 }
 
-// Balance configures the simulated load balancer: range partitions that stay
-// hot split, neighbours that stay cold merge. The defaults follow the seeds:
-// the service waits minutes before acting (S001 "a few minutes", S003 "5-10
-// minutes").
+// Balance configures the simulated load balancer: range partitions that stay hot split, neighbours
+// that stay cold merge. The defaults follow the service's documentation: it waits minutes before
+// acting ("a few minutes" in "Design a scalable partitioning strategy for Azure Table storage";
+// "5-10 minutes" in "How to get most out of Windows Azure Tables").
 type Balance struct {
 	// Disabled stops splits and merges. Statistics are still kept, on the
 	// single range that then covers each table.
 	Disabled bool
 
-	// SplitAbove is the load, in offered entities/s, above which a range is
-	// hot. Default 2,000, the per-partition target of S001.
+	// SplitAbove is the load, in offered entities/s, above which a range is hot. Default 2,000, the
+	// per-partition target of "Performance and scalability checklist for Table storage".
 	SplitAbove float64
 	// SplitAfter is how long a range must stay hot before it splits.
 	// Default 5 minutes.
@@ -134,8 +134,9 @@ type Faults struct {
 	// OfflineFor: operations there get ServerBusy, as they do while the
 	// service moves a partition.
 	OfflineOnSplit bool
-	// OfflineFor defaults to 3 seconds (S001: "a few seconds"; S003 saw
-	// 10-20 seconds in 2010).
+	// OfflineFor defaults to 3 seconds ("Design a scalable partitioning strategy for Azure Table
+	// storage": "a few seconds"; "How to get most out of Windows Azure Tables" saw 10-20 seconds in
+	// 2010).
 	OfflineFor time.Duration
 }
 

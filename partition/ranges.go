@@ -208,10 +208,10 @@ func (r *rangePart) rollSamples(slot int64) {
 	r.sampleSlot = slot
 }
 
-// chooseSplit returns the sampled key that best halves the range's recent
-// load, with the share of load below it. It fails when the sample holds
-// fewer than two distinct keys: a single PartitionKey cannot be split, the
-// service's own limit (S002: a hot partition "cannot be load balanced").
+// chooseSplit returns the sampled key that best halves the range's recent load, with the share of
+// load below it. It fails when the sample holds fewer than two distinct keys: a single PartitionKey
+// cannot be split, the service's own limit ("Performance and scalability checklist for Table
+// storage": a hot partition "cannot be load balanced").
 func (r *rangePart) chooseSplit(scratch []sample) (string, float64, []sample, bool) {
 	scratch = append(scratch[:0], r.loadCur.items...)
 	scratch = append(scratch, r.loadPrev.items...)

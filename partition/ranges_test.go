@@ -60,9 +60,10 @@ func TestRangeIndexLookupBoundariesAndOrder(t *testing.T) {
 	assert.Equal(t, int64(300), rs[1].Bytes)
 }
 
-// The append-only pattern (S001 "Range partitions", S003 "Stay away from
-// append only"): increasing keys always land in the last range, which gets
-// hot, splits, and is hot again because every new key is beyond the split.
+// The append-only pattern ("Design a scalable partitioning strategy for Azure Table storage",
+// "Range partitions"; "How to get most out of Windows Azure Tables", "Stay away from append only"):
+// increasing keys always land in the last range, which gets hot, splits, and is hot again because
+// every new key is beyond the split.
 func TestAppendOnlyKeepsHittingTheLastRange(t *testing.T) {
 	clk := newFakeClock()
 	acct := New(&Options{Now: clk.Now, Seed: 1}) // default balancing: 2,000/s for 5 min
@@ -117,8 +118,8 @@ func TestRandomKeysSpreadAcrossRangesAfterSplits(t *testing.T) {
 	t.Log("\n" + rep.String())
 }
 
-// A single hot PartitionKey cannot be split (S002: a hot partition "cannot
-// be load balanced because it is a single partition").
+// A single hot PartitionKey cannot be split ("Performance and scalability checklist for Table
+// storage": a hot partition "cannot be load balanced because it is a single partition").
 func TestSingleHotKeyDoesNotSplit(t *testing.T) {
 	clk := newFakeClock()
 	acct := New(&Options{Now: clk.Now})

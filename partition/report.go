@@ -57,9 +57,10 @@ type TableReport struct {
 	HotKeys []KeyInfo
 }
 
-// Report is a heat report: what the seeds' partition stress test asks a user
-// to examine (S001: compare each partition's throughput with its 2,000
-// entities/s target; S003: look for ServerBusy under load).
+// Report is a heat report: what a partition stress test asks a user to examine ("Design a scalable
+// partitioning strategy for Azure Table storage": compare each partition's throughput with its
+// 2,000 entities/s target; "How to get most out of Windows Azure Tables": look for ServerBusy under
+// load).
 type Report struct {
 	At            time.Time
 	Mode          LimitMode

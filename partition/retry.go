@@ -9,13 +9,13 @@ import (
 	"time"
 )
 
-// Backoff is the exponential backoff of S001 ("Retry strategy"). The delay
-// before retry x (x = 1 for the first retry) is
+// Backoff is the exponential backoff of "Design a scalable partitioning strategy for Azure Table
+// storage" (its "Retry strategy"). The delay before retry x (x = 1 for the first retry) is
 //
 //	y = Rand(0.8·Base, 1.2·Base) · (2^x − 1)
 //	delay = min(Min + y, Max)
 //
-// S001's sample values are Base (z) = 30 s, Min (zmin) = 3 s and Max (zmax)
+// Its sample values are Base (z) = 30 s, Min (zmin) = 3 s and Max (zmax)
 // = 90 s: tuned for a remote service that takes seconds to move a partition.
 // Against a local engine those would stall a test suite for minutes, so the
 // defaults keep the seed's shape at a local scale: Base 100 ms, Min 10 ms,
@@ -98,7 +98,7 @@ func (b Backoff) Delay(x int, u float64) time.Duration {
 // retries every error.
 //
 // The root package wraps it with a predicate for ServerBusy and
-// OperationTimedOut, the errors S001 says to retry (and not 4xx, 501, 505).
+// OperationTimedOut, the errors that page says to retry (and not 4xx, 501, 505).
 func Retry(ctx context.Context, policy Backoff, fn func() error, retryable func(error) bool) error {
 	p := policy.withDefaults()
 	if err := ctx.Err(); err != nil {

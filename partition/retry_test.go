@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// S001's sample values.
+// The sample values of "Design a scalable partitioning strategy for Azure Table storage".
 var seedBackoff = Backoff{Base: 30 * time.Second, Min: 3 * time.Second, Max: 90 * time.Second}
 
 func TestBackoffDelayExactAtTheEndsOfTheJitter(t *testing.T) {

@@ -213,7 +213,7 @@ func (t *Table) NextBoundary(pk string) (string, bool) {
 // at key, as the load balancer would. It reports false if a range already
 // starts there or the table has Balance.MaxRanges ranges. Meant for tests
 // that need known boundaries (the service itself cannot be told to split;
-// S001 advises against priming it).
+// "Design a scalable partitioning strategy for Azure Table storage" advises against priming it).
 func (t *Table) SplitAt(key string) bool {
 	now := t.acct.nowNanos()
 	t.mu.Lock()

@@ -12,8 +12,9 @@ import (
 	"github.com/tabuladb/tabula/tabulatest"
 )
 
-// README: begin (README.md, "Moving from embedded to a storage account", holds this text)
-
+// README.md, "Moving from embedded to a storage account", shows this region (readme_test.go in
+// the root package checks it).
+// snippet: moving
 // open returns the embedded database, or the service a connection string names.
 func open(connectionString string, opts *remote.Options) (tabula.ServiceAPI, func() error, error) {
 	if connectionString != "" {
@@ -38,7 +39,7 @@ func favorite(ctx context.Context, movies tabula.TableAPI, category, title strin
 	return err // errors.Is(err, tabula.ErrUpdateConditionNotSatisfied) on both
 }
 
-// README: end
+// end snippet
 
 // The same code on an embedded database and on tabula serve (in process here; a storage
 // account's connection string works the same).

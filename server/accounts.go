@@ -6,8 +6,9 @@ import (
 	"strings"
 )
 
-// The storage emulators' well-known development account (semantics.md §8.1). Every Azure
-// SDK knows it, so clients pointed at Tabula need no configuration beyond the endpoint.
+// The storage emulators' well-known development account (Azure docs: "Use the Azurite emulator for
+// local Azure Storage development"). Every Azure SDK knows it, so clients pointed at Tabula need no
+// configuration beyond the endpoint.
 const (
 	DevelopmentAccountName = "devstoreaccount1"
 	DevelopmentAccountKey  = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="

@@ -15,7 +15,7 @@ import (
 )
 
 // MaxClockSkew is how far a Shared Key request's date may be from the server's clock, as on
-// the service (semantics.md §8.2).
+// the service (REST docs: "Authorize with Shared Key").
 const MaxClockSkew = 15 * time.Minute
 
 // grant is what an authenticated request may do. A nil grant is an account key's: anything.
@@ -32,7 +32,8 @@ type grant struct {
 }
 
 // authenticate checks the request's credentials: a Shared Key or Shared Key Lite
-// Authorization header, or a SAS in the query string. Anonymous requests are refused: the
+// Authorization header, a bearer token (when Options.BearerTokens allows it; see oauth.go),
+// or a SAS in the query string. Anonymous requests are refused: the
 // service has no public access to tables. Every failure is AuthenticationFailed, with
 // what exactly failed in the error's detail.
 func (s *Server) authenticate(c *call, rawPath string) (*grant, *tabula.Error) {
@@ -44,6 +45,12 @@ func (s *Server) authenticate(c *call, rawPath string) (*grant, *tabula.Error) {
 		return fail("account " + c.account + " is not one this server serves")
 	}
 	if auth := c.r.Header.Get("Authorization"); auth != "" {
+		if token, ok := strings.CutPrefix(auth, "Bearer "); ok {
+			if err := s.checkBearer(c, strings.TrimSpace(token)); err != "" {
+				return fail(err)
+			}
+			return nil, nil
+		}
 		if err := s.checkSharedKey(c, keys, auth, rawPath); err != "" {
 			return fail(err)
 		}
@@ -55,11 +62,11 @@ func (s *Server) authenticate(c *call, rawPath string) (*grant, *tabula.Error) {
 	return fail("the request carries neither an Authorization header nor a SAS")
 }
 
-// checkSharedKey verifies "SharedKey account:signature" or "SharedKeyLite
-// account:signature" in their Table flavours (semantics.md §8.2–8.4) and returns why it
-// failed, or "" on success. The signed date may be x-ms-date or Date, and the canonical
-// resource may name the account twice (path-style emulator URLs, as SDKs sign them) or
-// once (as if the account were in the host name).
+// checkSharedKey verifies "SharedKey account:signature" or "SharedKeyLite account:signature" in
+// their Table flavours (REST docs: "Authorize with Shared Key") and returns why it failed, or "" on
+// success. The signed date may be x-ms-date or Date, and the canonical resource may name the
+// account twice (path-style emulator URLs, as SDKs sign them) or once (as if the account were in
+// the host name).
 func (s *Server) checkSharedKey(c *call, keys [][]byte, auth, rawPath string) string {
 	scheme, cred, _ := strings.Cut(auth, " ")
 	if scheme != "SharedKey" && scheme != "SharedKeyLite" {

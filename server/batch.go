@@ -16,10 +16,10 @@ import (
 	"github.com/tabuladb/tabula"
 )
 
-// An entity group transaction arrives as POST $batch: a multipart/mixed document holding
-// one change set, itself multipart/mixed, whose parts are HTTP requests with absolute
-// URLs (semantics.md §6.2). A batch may instead hold a single point query outside any
-// change set (§6.1).
+// An entity group transaction arrives as POST $batch: a multipart/mixed document holding one change
+// set, itself multipart/mixed, whose parts are HTTP requests with absolute URLs (REST docs:
+// "Performing entity group transactions"). A batch may instead hold a single point query outside
+// any change set.
 
 // subRequest is one HTTP request inside a batch.
 type subRequest struct {
@@ -283,9 +283,9 @@ func preferenceOf(h textproto.MIMEHeader) string {
 	return preference(&http.Request{Header: http.Header(h)})
 }
 
-// batchWriter writes the multipart response of a batch, byte for byte in the service's
-// layout (semantics.md §6.3–6.4): CRLF line ends, a blank line after each part's HTTP
-// headers, and the inner Content-Type without spaces.
+// batchWriter writes the multipart response of a batch, byte for byte in the service's layout (REST
+// docs: "Performing entity group transactions"): CRLF line ends, a blank line after each part's
+// HTTP headers, and the inner Content-Type without spaces.
 type batchWriter struct {
 	c        *call
 	buf      bytes.Buffer
@@ -330,6 +330,7 @@ func (w *batchWriter) finish() {
 }
 
 func (c *call) changeSetSuccess(ops []batchOp, results []tabula.ActionResult) {
+	noteEntities(c.w, len(ops))
 	w := c.newBatchWriter(true)
 	for i, op := range ops {
 		a, r := &op.action, results[i]
@@ -365,9 +366,11 @@ func (c *call) changeSetSuccess(ops []batchOp, results []tabula.ActionResult) {
 	w.finish()
 }
 
-// changeSetFailure answers a failed change set: still 202, with one part, the failing
-// operation's own status and its message prefixed with its index (semantics.md §6.4).
+// changeSetFailure answers a failed change set: still 202, with one part, the failing operation's
+// own status and its message prefixed with its index (REST docs: "Performing entity group
+// transactions").
 func (c *call) changeSetFailure(ops []batchOp, index int, e *tabula.Error) {
+	noteError(c.w, e.Code)
 	w := c.newBatchWriter(true)
 	headers := []string{"X-Content-Type-Options", "nosniff"}
 	if e.Code != tabula.ErrTableNotFound.Code { // as recorded: a missing table's part has neither

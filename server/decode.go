@@ -20,15 +20,16 @@ const (
 	keysFromBody keySource = iota
 	// keysFromURL: Update, Merge, the upserts. The URL names the entity, and keys in the
 	// body are ignored whatever their type (the service accepts typed keys there,
-	// semantics.md §1.2).
+	// REST docs: "Understanding the Table service data model").
 	keysFromURL
 	// keysFromResponse: DecodeEntity reading what the service sent, with its odata.etag
 	// and Timestamp.
 	keysFromResponse
 )
 
-// decodeEntity applies the service's reading rules to a JSON entity body (semantics.md
-// §1.3, §1.5): a repeated name is DuplicatePropertiesSpecified; null values are dropped;
+// decodeEntity applies the service's reading rules to a JSON entity body (REST docs:
+// "Understanding the Table service data model", "Payload format for Table service operations"):
+// a repeated name is DuplicatePropertiesSpecified; null values are dropped;
 // Timestamp and odata.* bookkeeping are ignored; <Name>@odata.type annotates Name; a bare
 // integer that fits Int32 is an Int32 and any other bare number a Double; Int64, DateTime,
 // Guid and Binary need their annotation. The engine then checks names and limits.

@@ -11,7 +11,7 @@
 //	/devstoreaccount1/Movies(PartitionKey='Action',RowKey='Up')  get, update, merge, upsert, delete
 //	/devstoreaccount1/$batch                                     entity group transactions
 //
-// What it reproduces, from recordings of the real service where they exist (semantics.md):
+// What it reproduces, from recordings of the real service where they exist:
 // the status codes, headers and odata.error bodies of every operation, the three metadata
 // levels with $format overriding Accept, the JSON form of each EDM type, continuation
 // headers, Prefer, If-Match and X-HTTP-Method, the multipart layout of batch responses

@@ -44,7 +44,7 @@ func DecodeEntity(data []byte) (tabula.Entity, error) {
 
 // sortedNames lists the non-nil properties by name (the engine's stored order) and, with a
 // $select list, also the selected names the entity lacks, which the service answers with
-// null (semantics.md §4.4).
+// null (REST docs: "Querying tables and entities").
 func sortedNames(props tabula.Properties, selected []string) []string {
 	names := make([]string, 0, len(props)+len(selected))
 	for name, v := range props {
@@ -210,7 +210,7 @@ func appendValue(b []byte, v tabula.Property) []byte {
 // appendDouble writes a finite Double as the service's .NET writer does: the shortest text
 // that reads back to the same value, in fixed notation for decimal exponents from -5 to 14
 // and as 1.5E+15 or 1E-05 otherwise, with ".0" added to an integral value so that it reads
-// back as a Double and not an Int32 (semantics.md §1.5).
+// back as a Double and not an Int32 (REST docs: "Payload format for Table service operations").
 func appendDouble(b []byte, f float64) []byte {
 	var scratch [32]byte
 	sci := strconv.AppendFloat(scratch[:0], f, 'e', -1, 64)

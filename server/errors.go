@@ -11,8 +11,8 @@ import (
 )
 
 // The engine's sentinels cover the data model; these are the protocol's own errors, with the
-// service's codes and messages (semantics.md §2.4, and the service's authorization codes as
-// recorded in client issues).
+// service's codes and messages (REST docs: "Table service error codes", and the service's
+// authorization codes as recorded in client issues).
 var (
 	errAuthenticationFailed = svcError("AuthenticationFailed", http.StatusForbidden,
 		"Server failed to authenticate the request. Make sure the value of Authorization header is formed correctly including the signature.")
@@ -45,7 +45,8 @@ var (
 		"None of the provided media types are supported")
 )
 
-// Messages the service gives InvalidInput in particular cases (semantics.md §2.2, §1.5, §1.2).
+// Messages the service gives InvalidInput in particular cases (REST docs: the pages of the Table
+// service operations).
 const (
 	msgValueNotValid       = "An error occurred while processing this request."
 	msgQuerySyntax         = "Bad Request - Error in query syntax."
@@ -101,8 +102,9 @@ func serviceError(err error) *tabula.Error {
 	}
 }
 
-// appendErrorJSON writes the service's error body. The message ends with the request ID and
-// the time with seven fraction digits, as every recorded error does (semantics.md §2.3).
+// appendErrorJSON writes the service's error body. The message ends with the request ID and the
+// time with seven fraction digits, as every recorded error does (REST docs: "Table service error
+// codes").
 func appendErrorJSON(b []byte, code, message, requestID string, now time.Time) []byte {
 	b = append(b, `{"odata.error":{"code":`...)
 	b = appendJSONString(b, code)

@@ -7,7 +7,8 @@ import (
 	"github.com/tabuladb/tabula"
 )
 
-// level is how much OData metadata a JSON response carries (semantics.md §1.6).
+// level is how much OData metadata a JSON response carries (REST docs: "Payload format for Table
+// service operations").
 type level int
 
 const (

@@ -12,7 +12,7 @@ import (
 	"github.com/tabuladb/tabula/odata"
 )
 
-// The operations on tables (semantics.md §2.2).
+// The operations on tables (REST docs: the pages of the Table service operations).
 
 func (c *call) createTable() {
 	lvl, body, ok := c.jsonRequest(opCreateTable, "")
@@ -168,7 +168,7 @@ func (c *call) appendTable(b []byte, lvl level, name string, single bool) []byte
 	return append(b, '}')
 }
 
-// The operations on entities (semantics.md §2.2, §4, §5).
+// The operations on entities (REST docs: the pages of the Table service operations).
 
 func (c *call) getEntity(res resource) {
 	if err := c.checkEntityAccess(opGetEntity, res.table, res.pk, res.rk); err != nil {
@@ -252,6 +252,7 @@ func (c *call) queryEntities(table string) {
 		b = w.appendEntity(b, &page.Entities[i], false)
 	}
 	b = append(b, "]}"...)
+	noteEntities(c.w, len(page.Entities))
 	if next := page.Continuation; !next.IsZero() {
 		h := c.w.Header()
 		setHeader(h, "x-ms-continuation-NextPartitionKey", next.NextPartitionKey)
@@ -298,7 +299,7 @@ func (c *call) insertEntity(table string) {
 }
 
 // writeEntity serves PUT and MERGE (or PATCH): with If-Match a conditional Update, without
-// it an upsert (semantics.md §2.2).
+// it an upsert (REST docs: the pages of the Table service operations).
 func (c *call) writeEntity(res resource, mode tabula.UpdateMode) {
 	verb := "PUT"
 	if mode == tabula.Merge {
@@ -463,7 +464,7 @@ func parseETag(v string) (tabula.ETag, *tabula.Error) {
 }
 
 // preference returns return-no-content or return-content when the Prefer header asks for
-// one (semantics.md §2.2: only Insert Entity and Create Table honour it).
+// one (only Insert Entity and Create Table honour it, as their REST documentation pages say).
 func preference(r *http.Request) string {
 	for _, v := range r.Header.Values("Prefer") {
 		for _, p := range strings.Split(v, ",") {

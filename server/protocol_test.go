@@ -8,8 +8,9 @@ import (
 	"testing"
 )
 
-// The service's answers to malformed and unusual requests (semantics.md §1–§5), each
-// checked for status, code and, where the service's message is specific, the message.
+// The service's answers to malformed and unusual requests (REST docs: "Understanding the Table
+// service data model", "Querying tables and entities"), each checked for status, code and, where
+// the service's message is specific, the message.
 
 func wantMessage(t *testing.T, resp *http.Response, status int, code, message string) {
 	t.Helper()

@@ -41,10 +41,10 @@ func splitAccount(escapedPath string) (account, rest string, err *tabula.Error) 
 	return account, rest, nil
 }
 
-// parseResource parses the escaped path after the account segment. The segment is
-// unescaped as a whole before the key predicate is read, so a key may arrive with its
-// quotes, commas and parentheses escaped or not; only an escaped '/' or '\' ends up inside
-// a key, where the service answers "Error in query syntax" (semantics.md §1.2).
+// parseResource parses the escaped path after the account segment. The segment is unescaped as a
+// whole before the key predicate is read, so a key may arrive with its quotes, commas and
+// parentheses escaped or not; only an escaped '/' or '\' ends up inside a key, where the service
+// answers "Error in query syntax" (REST docs: "Querying tables and entities").
 func parseResource(rest string) (resource, *tabula.Error) {
 	if rest == "" {
 		return resource{kind: resService}, nil

@@ -16,11 +16,11 @@ import (
 )
 
 // MaxRequestBody is the most bytes a request body may have; larger bodies get 413
-// RequestBodyTooLarge, as on the service (semantics.md §1.4).
+// RequestBodyTooLarge, as on the service (REST docs: "Understanding the Table service data model").
 const MaxRequestBody = 4 << 20
 
 // DefaultVersion is the x-ms-version a response carries when the request named none: the
-// version whose behaviour Tabula reproduces (semantics.md scope).
+// version whose behaviour Tabula reproduces.
 const DefaultVersion = "2019-02-02"
 
 // Options configure a Server. The zero value (or nil) serves the development account.
@@ -35,6 +35,12 @@ type Options struct {
 	// which stamps entities, so that a test can fake Timestamps while real SDKs keep
 	// signing with the real time. Default: time.Now.
 	Clock func() time.Time
+
+	// BearerTokens makes the server accept OAuth bearer tokens over HTTPS, as sent by
+	// azcore's token credentials (azidentity), checked as Azurite's basic OAuth mode
+	// checks them: shape, issuer, audience and lifetime, but NOT the signature (see
+	// oauth.go). Off by default, since anyone can make a token that passes.
+	BearerTokens bool
 }
 
 // Server is an http.Handler speaking the Azure Table service's REST protocol (JSON only)
@@ -46,6 +52,7 @@ type Server struct {
 	keys     map[string][][]byte
 	clock    func() time.Time
 	newID    func() string // request IDs and batch boundaries; tests make them predictable
+	bearer   bool          // Options.BearerTokens
 
 	controlMu sync.Mutex // serialises changes through the management API (control.go)
 }
@@ -62,7 +69,7 @@ func New(db *tabula.DB, opts *Options) (*Server, error) {
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
-	s := &Server{db: db, accounts: o.Accounts, keys: make(map[string][][]byte), clock: o.Clock, newID: newRequestID}
+	s := &Server{db: db, accounts: o.Accounts, keys: make(map[string][][]byte), clock: o.Clock, newID: newRequestID, bearer: o.BearerTokens}
 	for _, a := range o.Accounts {
 		if err := a.check(); err != nil {
 			return nil, err
@@ -194,10 +201,12 @@ func (c *call) route(res resource, method string) {
 			c.queryEntities(res.table)
 			return
 		case http.MethodPost:
+			noteEntities(c.w, 1) // unless it fails
 			c.insertEntity(res.table)
 			return
 		}
 	case resEntity:
+		noteEntities(c.w, 1) // unless it fails
 		switch method {
 		case http.MethodGet:
 			c.getEntity(res)
@@ -225,7 +234,7 @@ func (c *call) route(res resource, method string) {
 }
 
 // effectiveMethod applies X-HTTP-Method tunnelling: only on POST, once, and only to MERGE,
-// PUT or DELETE (semantics.md §2.2).
+// PUT or DELETE (REST docs: "Merge Entity").
 func effectiveMethod(r *http.Request) (string, *tabula.Error) {
 	values := r.Header.Values("X-HTTP-Method")
 	if len(values) == 0 {
@@ -300,6 +309,7 @@ func (c *call) readBody() ([]byte, *tabula.Error) {
 
 // fail answers with the service's error response.
 func (c *call) fail(e *tabula.Error) {
+	noteError(c.w, e.Code)
 	h := c.w.Header()
 	for _, k := range []string{"ETag", "Location", "DataServiceId", "Preference-Applied",
 		"x-ms-continuation-NextPartitionKey", "x-ms-continuation-NextRowKey", "x-ms-continuation-NextTableName"} {

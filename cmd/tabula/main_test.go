@@ -141,17 +141,3 @@ func TestServeOnDiskWithAccounts(t *testing.T) {
 	}
 	r.shutdown(t)
 }
-
-func TestServeUsage(t *testing.T) {
-	var out, errs bytes.Buffer
-	if code := run(context.Background(), nil, &out, &errs); code != 2 || !strings.Contains(errs.String(), "usage: tabula serve") {
-		t.Fatalf("no arguments: %d %q", code, errs.String())
-	}
-	errs.Reset()
-	if code := run(context.Background(), []string{"serve", "--accounts", "bad"}, &out, &errs); code != 1 {
-		t.Fatalf("bad accounts: %d %q", code, errs.String())
-	}
-	if code := run(context.Background(), []string{"serve", "-h"}, &out, &errs); code != 0 {
-		t.Fatalf("-h: %d", code)
-	}
-}

@@ -1,0 +1,323 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tabuladb/tabula"
+	"github.com/tabuladb/tabula/partition"
+	"github.com/tabuladb/tabula/server"
+)
+
+// config is a parsed "tabula serve" command line.
+type config struct {
+	addr     string
+	dir      string
+	inMemory bool
+	accounts []server.Account // nil: the development account
+
+	db   tabula.Options
+	http server.HTTPLimits
+
+	certFile, keyFile string
+	selfSigned        bool
+	oauth             bool
+
+	silent    bool
+	debugFile string
+	logFormat string
+}
+
+// errHelp reports that --help was asked for and answered.
+var errHelp = errors.New("help requested")
+
+// flagGroup is a titled set of flags, so that --help reads by topic rather than A to Z.
+type flagGroup struct {
+	title string
+	names []string
+}
+
+const serveIntro = `Usage: tabula serve [flags]
+
+Serves a Tabula database over the Azure Table service's REST protocol, at the storage
+emulators' path-style URLs (http://127.0.0.1:10002/devstoreaccount1), and prints a
+connection string for each account. Flags take one dash or two; the Azurite names
+--tableHost, --tablePort, --location, --inMemoryPersistence, --silent, --debug, --cert,
+--key and --oauth mean what they mean to Azurite.
+`
+
+// parseServe reads the flags of "tabula serve". Help goes to out; errors are returned, not
+// printed, so that each is reported once.
+func parseServe(args []string, getenv func(string) string, out io.Writer) (*config, error) {
+	cfg := &config{http: server.DefaultHTTPLimits()}
+	fs := flag.NewFlagSet("tabula serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var groups []flagGroup
+	// group defines a group's flags and lists them in the order given, which --help keeps.
+	group := func(title string, define func(), names ...string) {
+		define()
+		groups = append(groups, flagGroup{title: title, names: names})
+	}
+
+	var (
+		host, accountsSpec, limits, faults string
+		port                               int
+		partitionRate, accountRate         float64
+		skipAPIVersionCheck                bool
+	)
+	group("Where", func() {
+		fs.StringVar(&cfg.addr, "addr", "127.0.0.1:10002", "`host:port` to listen on; port 0 picks a free one")
+		fs.StringVar(&host, "tableHost", "", "`host` to listen on, as Azurite's flag (overrides the host of --addr)")
+		fs.IntVar(&port, "tablePort", -1, "`port` to listen on, as Azurite's flag (overrides the port of --addr)")
+		fs.StringVar(&cfg.dir, "data", "./tabula-data", "`directory` to keep the database in")
+		fs.StringVar(&cfg.dir, "location", "./tabula-data", "the same as --data, in `directory` (Azurite's name)")
+		fs.BoolVar(&cfg.inMemory, "in-memory", false, "keep the database in memory only; --data is ignored")
+		fs.BoolVar(&cfg.inMemory, "inMemoryPersistence", false, "the same as --in-memory (Azurite's name)")
+		fs.BoolVar(&cfg.db.SyncWrites, "sync-writes", false,
+			"acknowledge a write only once the disk has it. Off, a crash of tabula loses nothing\n"+
+				"acknowledged, but a power loss or kernel crash can lose the last few seconds of\n"+
+				"acknowledged writes (always whole transactions); on, nothing acknowledged is lost,\n"+
+				"at the price of an fsync per write")
+	}, "addr", "tableHost", "tablePort", "data", "location", "in-memory", "inMemoryPersistence", "sync-writes")
+	group("Accounts and security", func() {
+		fs.StringVar(&accountsSpec, "accounts", "", "accounts to accept, \"`name:base64key[:base64key];…`\"\n(default $TABULA_ACCOUNTS, else the development account devstoreaccount1)")
+		fs.StringVar(&cfg.certFile, "cert", "", "serve HTTPS with the PEM certificate in `file` (needs --key)")
+		fs.StringVar(&cfg.keyFile, "key", "", "the PEM private key of --cert, in `file`")
+		fs.BoolVar(&cfg.selfSigned, "self-signed", false,
+			"serve HTTPS with a new certificate for 127.0.0.1 and localhost, written to --cert\n"+
+				"(default tabula-cert.pem in the data directory, or a temporary one with --in-memory)\n"+
+				"for clients to trust")
+		fs.Func("oauth", "accept bearer tokens (`basic`, as Azurite): the token's shape, audience and expiry\n"+
+			"are checked but its signature is NOT verified, so only use it where anyone may\n"+
+			"write; needs HTTPS", func(v string) error {
+			if v != "basic" {
+				return fmt.Errorf("only \"basic\" is supported")
+			}
+			cfg.oauth = true
+			return nil
+		})
+		fs.BoolVar(&skipAPIVersionCheck, "skipApiVersionCheck", false, "accepted for Azurite's scripts; Tabula accepts every x-ms-version anyway")
+	}, "accounts", "cert", "key", "self-signed", "oauth", "skipApiVersionCheck")
+	group("Request log", func() {
+		fs.BoolVar(&cfg.silent, "silent", false, "log no requests (one line each by default, on standard output)")
+		fs.StringVar(&cfg.debugFile, "debug", "", "append every request and response in full to `file`, with keys and\nsignatures redacted")
+		fs.StringVar(&cfg.logFormat, "log-format", "text", "request log `format`: text or json")
+	}, "silent", "log-format", "debug")
+	group("HTTP", func() {
+		fs.DurationVar(&cfg.http.ReadTimeout, "read-timeout", cfg.http.ReadTimeout, "most time to read a whole request, body included")
+		fs.DurationVar(&cfg.http.WriteTimeout, "write-timeout", cfg.http.WriteTimeout, "most time from a request's headers to the end of its response")
+		fs.DurationVar(&cfg.http.IdleTimeout, "idle-timeout", cfg.http.IdleTimeout, "most time a keep-alive connection waits for its next request")
+		fs.IntVar(&cfg.http.MaxConnections, "max-connections", cfg.http.MaxConnections, "most connections open at once; 0 for no cap")
+	}, "read-timeout", "write-timeout", "idle-timeout", "max-connections")
+	group("Simulation of the service under load", func() {
+		fs.StringVar(&limits, "limits", "observe", "what the scalability targets do (`mode`): off, observe (count what would\nbe throttled; the default) or enforce (answer ServerBusy above them)")
+		fs.Float64Var(&partitionRate, "partition-rate", partition.DefaultPartitionRate, "target per PartitionKey, in `entities/s`")
+		fs.Float64Var(&accountRate, "account-rate", partition.DefaultAccountRate, "target for the whole account, in `entities/s`")
+		fs.StringVar(&faults, "faults", "", "inject faults, deterministically: \"`seed=N,busy=P,timeout=P,...`\" where busy and\n"+
+			"timeout are probabilities per operation of ServerBusy and OperationTimedOut;\n"+
+			"also kinds=insert+query (or reads, writes), continuation-every=N (end query\n"+
+			"pages after N scanned entities), offline-on-split, offline-for=3s")
+		fs.BoolVar(&cfg.db.ForbidFullScans, "forbid-full-scans", false, "fail queries the service would run as full table scans")
+		fs.BoolVar(&cfg.db.BoundaryContinuations, "boundary-continuations", false, "end query pages where they cross range partitions, as the service may")
+	}, "limits", "partition-rate", "account-rate", "faults", "forbid-full-scans", "boundary-continuations")
+
+	fs.Usage = func() {} // the caller reports errors; help is printed below
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printUsage(out, fs, groups)
+			return nil, errHelp
+		}
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+
+	if host != "" || port >= 0 {
+		if set["addr"] {
+			return nil, errors.New("give --addr or --tableHost/--tablePort, not both")
+		}
+		h, p, _ := net.SplitHostPort(cfg.addr)
+		if host != "" {
+			h = host
+		}
+		if port >= 0 {
+			if port > 65535 {
+				return nil, fmt.Errorf("--tablePort %d is not a port", port)
+			}
+			p = strconv.Itoa(port)
+		}
+		cfg.addr = net.JoinHostPort(h, p)
+	}
+	if _, _, err := net.SplitHostPort(cfg.addr); err != nil {
+		return nil, fmt.Errorf("--addr %q: want host:port", cfg.addr)
+	}
+	if set["data"] && set["location"] {
+		return nil, errors.New("give --data or --location, not both")
+	}
+
+	if accountsSpec == "" {
+		accountsSpec = getenv("TABULA_ACCOUNTS")
+	}
+	if accountsSpec != "" {
+		var err error
+		if cfg.accounts, err = server.ParseAccounts(accountsSpec); err != nil {
+			return nil, fmt.Errorf("--accounts: %w", err)
+		}
+	}
+	if (cfg.certFile == "") != (cfg.keyFile == "") && !cfg.selfSigned {
+		return nil, errors.New("--cert and --key go together")
+	}
+	if cfg.selfSigned && cfg.keyFile != "" {
+		return nil, errors.New("--self-signed makes its own key; give no --key")
+	}
+	if cfg.oauth && cfg.certFile == "" && !cfg.selfSigned {
+		return nil, errors.New("--oauth needs HTTPS (--cert and --key, or --self-signed): token credentials send bearer tokens only over HTTPS")
+	}
+	switch cfg.logFormat {
+	case "text", "json":
+	default:
+		return nil, fmt.Errorf("--log-format %q: want text or json", cfg.logFormat)
+	}
+	if cfg.http.MaxConnections < 0 {
+		return nil, fmt.Errorf("--max-connections %d: want 0 (no cap) or more", cfg.http.MaxConnections)
+	}
+	for name, d := range map[string]time.Duration{"read-timeout": cfg.http.ReadTimeout, "write-timeout": cfg.http.WriteTimeout, "idle-timeout": cfg.http.IdleTimeout} {
+		if d < 0 {
+			return nil, fmt.Errorf("--%s %v: want 0 (none) or more", name, d)
+		}
+	}
+
+	switch limits {
+	case "off":
+		cfg.db.Limits.Mode = partition.LimitOff
+	case "observe":
+		cfg.db.Limits.Mode = partition.LimitObserve
+	case "enforce":
+		cfg.db.Limits.Mode = partition.LimitEnforce
+	default:
+		return nil, fmt.Errorf("--limits %q: want off, observe or enforce", limits)
+	}
+	if !(partitionRate > 0) || !(accountRate > 0) {
+		return nil, errors.New("--partition-rate and --account-rate must be more than 0 entities/s")
+	}
+	cfg.db.Limits.PartitionRate, cfg.db.Limits.AccountRate = partitionRate, accountRate
+	if faults != "" {
+		f, err := parseFaults(faults)
+		if err != nil {
+			return nil, fmt.Errorf("--faults: %w", err)
+		}
+		cfg.db.Faults = f
+	}
+	return cfg, nil
+}
+
+// parseFaults reads "seed=7,busy=0.01,timeout=0.005,kinds=insert+query,continuation-every=100,
+// offline-on-split,offline-for=3s" into partition.Faults.
+func parseFaults(spec string) (partition.Faults, error) {
+	var f partition.Faults
+	prob := func(k, v string) (float64, error) {
+		p, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(p >= 0 && p <= 1) {
+			return 0, fmt.Errorf("%s=%s: want a probability from 0 to 1", k, v)
+		}
+		return p, nil
+	}
+	for _, item := range strings.Split(spec, ",") {
+		k, v, hasValue := strings.Cut(strings.TrimSpace(item), "=")
+		var err error
+		switch k {
+		case "seed":
+			f.Seed, err = strconv.ParseUint(v, 10, 64)
+		case "busy":
+			f.ServerBusy, err = prob(k, v)
+		case "timeout":
+			f.Timeout, err = prob(k, v)
+		case "kinds":
+			f.Kinds, err = parseKinds(v)
+		case "continuation-every":
+			f.ContinuationEvery, err = strconv.Atoi(v)
+			if err == nil && f.ContinuationEvery < 1 {
+				err = errors.New("want 1 or more")
+			}
+		case "offline-on-split":
+			f.OfflineOnSplit = !hasValue || v == "true"
+			if hasValue && v != "true" && v != "false" {
+				err = errors.New("want true or false")
+			}
+		case "offline-for":
+			f.OfflineFor, err = time.ParseDuration(v)
+		default:
+			return f, fmt.Errorf("unknown setting %q; want seed, busy, timeout, kinds, continuation-every, offline-on-split or offline-for", k)
+		}
+		if err != nil {
+			var ne *strconv.NumError
+			if errors.As(err, &ne) {
+				err = ne.Err
+			}
+			if strings.HasPrefix(err.Error(), k+"=") {
+				return f, err
+			}
+			return f, fmt.Errorf("%s=%s: %v", k, v, err)
+		}
+	}
+	return f, nil
+}
+
+// parseKinds reads "insert+query", "reads", "writes" or "all".
+func parseKinds(spec string) (partition.KindSet, error) {
+	var set partition.KindSet
+	for _, name := range strings.Split(spec, "+") {
+		switch name {
+		case "all":
+			set |= partition.AllKinds
+			continue
+		case "reads":
+			set |= partition.ReadKinds
+			continue
+		case "writes":
+			set |= partition.WriteKinds
+			continue
+		}
+		found := false
+		for k := partition.Kind(0); partition.AllKinds.Has(k); k++ {
+			if k.String() == name {
+				set |= partition.Kinds(k)
+				found = true
+			}
+		}
+		if !found {
+			return 0, fmt.Errorf("unknown kind %q", name)
+		}
+	}
+	return set, nil
+}
+
+// printUsage writes the help: the introduction, then each group's flags with two dashes.
+func printUsage(out io.Writer, fs *flag.FlagSet, groups []flagGroup) {
+	fmt.Fprint(out, serveIntro)
+	for _, g := range groups {
+		fmt.Fprintf(out, "\n%s:\n", g.title)
+		for _, name := range g.names {
+			f := fs.Lookup(name)
+			arg, text := flag.UnquoteUsage(f)
+			line := "  --" + f.Name
+			if arg != "" {
+				line += " " + arg
+			}
+			text = strings.ReplaceAll(text, "\n", "\n        ")
+			if d := f.DefValue; d != "" && d != "false" && d != "-1" && d != "0" && !strings.Contains(text, "(default") {
+				text += " (default " + d + ")"
+			}
+			fmt.Fprintf(out, "%s\n        %s\n", line, text)
+		}
+	}
+}

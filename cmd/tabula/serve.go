@@ -1,0 +1,207 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/tabuladb/tabula"
+	"github.com/tabuladb/tabula/server"
+)
+
+// shutdownGrace is how long requests in flight get to finish once a signal arrives.
+const shutdownGrace = 30 * time.Second
+
+func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer) (err error) {
+	var debug io.Writer
+	if cfg.debugFile != "" {
+		f, ferr := os.OpenFile(cfg.debugFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if ferr != nil {
+			return fmt.Errorf("opening the --debug file: %w", ferr)
+		}
+		defer func() { err = errors.Join(err, f.Close()) }()
+		debug = f
+	}
+
+	var db *tabula.DB
+	where := "in memory"
+	if cfg.inMemory {
+		db, err = tabula.OpenInMemory(&cfg.db)
+	} else {
+		where = cfg.dir
+		db, err = tabula.Open(cfg.dir, &cfg.db)
+	}
+	if err != nil {
+		return fmt.Errorf("opening the database in %s: %w", where, err)
+	}
+	defer func() {
+		if cerr := db.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("closing the database: %w", cerr))
+		} else if err == nil {
+			fmt.Fprintln(stdout, "Stopped; the database is closed.")
+		}
+	}()
+	h, err := server.New(db, &server.Options{Accounts: cfg.accounts, BearerTokens: cfg.oauth})
+	if err != nil {
+		return err
+	}
+
+	scheme := "http"
+	var certPath string
+	var tlsCfg *tls.Config
+	if cfg.certFile != "" || cfg.selfSigned {
+		scheme = "https"
+		certPath = cfg.certFile
+		if cfg.selfSigned && certPath == "" {
+			dir := cfg.dir
+			if cfg.inMemory {
+				if dir, err = os.MkdirTemp("", "tabula-tls-"); err != nil {
+					return fmt.Errorf("making a directory for the self-signed certificate (or give --cert FILE): %w", err)
+				}
+			}
+			certPath = filepath.Join(dir, "tabula-cert.pem")
+		}
+		if tlsCfg, err = tlsConfig(cfg, certPath, time.Now()); err != nil {
+			return err
+		}
+	}
+
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return err
+	}
+	var handler http.Handler = h
+	var logger *slog.Logger
+	if !cfg.silent {
+		if cfg.logFormat == "json" {
+			logger = slog.New(slog.NewJSONHandler(stdout, nil))
+		} else {
+			logger = slog.New(slog.NewTextHandler(stdout, nil))
+		}
+	}
+	if logger != nil || debug != nil {
+		handler = server.RequestLog(h, server.LogOptions{Logger: logger, Debug: debug})
+	}
+	srv := server.NewHTTPServer(handler, cfg.http)
+	srv.ErrorLog = log.New(stderr, "", log.LstdFlags) // failed TLS handshakes, mostly
+
+	listening := ln.Addr().(*net.TCPAddr)
+	endpoint := scheme + "://" + clientAddr(listening)
+	fmt.Fprintf(stdout, "Tabula %s is serving the Azure Table API over %s on %s%s.\n",
+		versionOnly(), scheme, listening, everyInterface(listening))
+	fmt.Fprintf(stdout, "Data: %s%s.\n", where, durability(cfg))
+	if cfg.selfSigned {
+		fmt.Fprintf(stdout, "Self-signed certificate for 127.0.0.1 and localhost (make your client trust it): %s\n", certPath)
+	}
+	for _, a := range h.Accounts() {
+		fmt.Fprintf(stdout, "Connection string for %s:\n  %s\n", a.Name, a.ConnectionString(endpoint))
+	}
+	fmt.Fprintf(stdout, "Console (sign in with an account name and key): %s%sconsole/\n", endpoint, server.ReservedPrefix)
+	if scheme == "http" && listening.Port == 10002 && usesDevelopmentAccount(h.Accounts()) {
+		fmt.Fprintln(stdout, "SDKs other than Go's also accept UseDevelopmentStorage=true.")
+	}
+	for _, w := range exposureWarnings(listening, h.Accounts(), cfg.oauth) {
+		fmt.Fprintln(stderr, w)
+	}
+
+	// The connection cap sits under TLS so that its ServerBusy refusal is itself sent over TLS.
+	if tlsCfg != nil {
+		ln = server.LimitTLSListener(ln, cfg.http.MaxConnections, tlsCfg)
+	} else {
+		ln = server.LimitListener(ln, cfg.http.MaxConnections)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err = <-served: // the listener failed
+	case <-ctx.Done():
+		fmt.Fprintln(stdout, "Shutting down: finishing the requests in flight.")
+		sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+		err = srv.Shutdown(sctx)
+		cancel()
+		<-served
+	}
+	return err
+}
+
+// clientAddr is the address clients on this machine should use: a listener on every
+// interface is reached on loopback.
+func clientAddr(a *net.TCPAddr) string {
+	if a.IP == nil || a.IP.IsUnspecified() {
+		return net.JoinHostPort("127.0.0.1", strconv.Itoa(a.Port))
+	}
+	return a.String()
+}
+
+// everyInterface says so when the listener is reachable from other machines on every
+// interface, so that the banner never hides it.
+func everyInterface(a *net.TCPAddr) string {
+	if a.IP == nil || a.IP.IsUnspecified() {
+		return " (every interface)"
+	}
+	return ""
+}
+
+// versionOnly is the version word of versionLine.
+func versionOnly() string {
+	v := versionLine()[len("tabula "):]
+	for i, r := range v {
+		if r == ' ' {
+			return v[:i]
+		}
+	}
+	return v
+}
+
+// durability says what an acknowledged write survives.
+func durability(cfg *config) string {
+	switch {
+	case cfg.inMemory:
+		return " (gone when Tabula stops)"
+	case cfg.db.SyncWrites:
+		return " (--sync-writes: every acknowledged write is on disk)"
+	default:
+		return " (a power loss can lose the last seconds of acknowledged writes; --sync-writes waits for the disk)"
+	}
+}
+
+func usesDevelopmentAccount(accounts []server.Account) bool {
+	for _, a := range accounts {
+		for _, k := range a.Keys {
+			if k == server.DevelopmentAccountKey {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// exposureWarnings are what the operator must hear when the server is reachable from other
+// machines with credentials anyone has: the published development key, or bearer tokens
+// whose signatures are not verified.
+func exposureWarnings(a *net.TCPAddr, accounts []server.Account, oauth bool) []string {
+	if a.IP != nil && a.IP.IsLoopback() {
+		return nil
+	}
+	var ws []string
+	if usesDevelopmentAccount(accounts) {
+		ws = append(ws, "WARNING: Tabula listens on "+a.String()+", beyond this machine, and accepts the PUBLISHED\n"+
+			"WARNING: development key: anyone who can reach the port can read, change and delete every table.\n"+
+			"WARNING: Give your own key with --accounts name:base64key, or listen on 127.0.0.1.")
+	}
+	if oauth {
+		ws = append(ws, "WARNING: --oauth basic does not verify token signatures: anyone who can reach "+a.String()+"\n"+
+			"WARNING: can make a token that Tabula accepts.")
+	}
+	return ws
+}
