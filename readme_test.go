@@ -68,6 +68,9 @@ func snippetRegion(t *testing.T, file, name string) string {
 			continue
 		case "// end snippet":
 			if in {
+				for len(region) > 0 && strings.TrimSpace(region[len(region)-1]) == "" {
+					region = region[:len(region)-1] // gofmt keeps a blank line before the marker
+				}
 				return dedent(region)
 			}
 		}
