@@ -156,6 +156,7 @@ func (db *DB) Close() error {
 	db.closeOnce.Do(func() {
 		db.stopDrops()
 		db.drops.Wait()
+		db.saveClock()
 		if err := db.store.Close(); err != nil {
 			db.closeErr = ErrInternal.with("%v", err)
 		}
@@ -166,8 +167,12 @@ func (db *DB) Close() error {
 // The Timestamp clock: max(now, last + 1 tick), so no two writes in a DB share a Timestamp
 // (and therefore an ETag) even within one 100 ns tick or when the clock steps back. To keep
 // that true across restarts, a bound a little ahead of the Timestamps handed out is persisted
-// before they are used, and the clock resumes above it; with a real clock that costs one tiny
-// write every reserveAhead.
+// before they are used (with a real clock, one tiny write every reserveAhead), and Close
+// replaces it with the last Timestamp really handed out. A database closed cleanly therefore
+// resumes at max(now, last + 1 tick), exactly; only one that was not (a crash, a kill) must
+// resume above the reservation when its clock has not yet passed it, since the Timestamps
+// handed out between the last reservation and the crash are unknown. Resuming every restart
+// from the reservation pushed Timestamps up to reserveAhead further into the future each time.
 const reserveAhead = 10 * ticksPerSecond
 
 // stamp returns the next Timestamp, in ticks.
@@ -200,8 +205,27 @@ func (db *DB) loadClock() error {
 		})
 		return err
 	})
+	// Every Timestamp handed out so far is at most the stored bound: the last one exactly
+	// after a clean Close, the reservation after a crash.
 	db.lastTicks = db.reservedTicks
 	return storageError(err)
+}
+
+// saveClock replaces the persisted reservation with the last Timestamp handed out, so that
+// the next Open resumes from it rather than from the reservation. Close calls it; a failure
+// (a full disk, say) leaves the reservation, which is safe.
+func (db *DB) saveClock() {
+	db.stampMu.Lock()
+	defer db.stampMu.Unlock()
+	if db.lastTicks >= db.reservedTicks {
+		return
+	}
+	err := db.store.Update(func(tx *storage.Txn) error {
+		return tx.Set(clockKey, binary.BigEndian.AppendUint64(nil, uint64(db.lastTicks)))
+	})
+	if err == nil {
+		db.reservedTicks = db.lastTicks
+	}
 }
 
 // update runs fn in one atomic read-write transaction. Every write goes through here, so that

@@ -1,0 +1,38 @@
+package tabula
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Thirty restarts with a clock that stands still: each reopened database continues from
+// the last Timestamp it handed out plus one tick, not from the reservation persisted ahead
+// of it, which used to push Timestamps reserveAhead (10 s) further into the future per
+// restart (297 s after 30 restarts with a real clock).
+func TestTimestampClockDoesNotDriftAcrossRestarts(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	clock := newFakeClock()
+	start := clock.Now()
+	var last time.Time
+	for i := range 30 {
+		db, err := Open(dir, &Options{Clock: clock.Now})
+		require.NoError(t, err)
+		tbl := db.Table("Clock")
+		if i == 0 {
+			tbl = createTable(t, db, "Clock")
+		}
+		e, err := tbl.Insert(ctx, Entity{PartitionKey: "p", RowKey: fmt.Sprint(i)})
+		require.NoError(t, err)
+		require.True(t, e.Timestamp.After(last), "restart %d: %v is not after %v", i, e.Timestamp, last)
+		last = e.Timestamp
+		require.NoError(t, db.Close())
+	}
+	// CreateTable and 30 inserts: 31 Timestamps, one tick (100 ns) apart.
+	assert.Equal(t, 30*100*time.Nanosecond, last.Sub(start), "drift after 30 restarts")
+}
