@@ -277,17 +277,18 @@ func admit(d partition.Decision, what string) error {
 		return ErrOperationTimedOut.with("%s: injected timeout (Options.Faults)", what)
 	}
 	var why string
+	sentinel := ErrServerBusy
 	switch d.Cause {
 	case partition.CausePartitionLimit:
-		why = "the PartitionKey is over its rate limit (Options.Limits)"
+		why, sentinel = "the PartitionKey is over its rate limit (Options.Limits)", ErrPartitionBusy
 	case partition.CauseAccountLimit:
-		why = "the database is over its rate limit (Options.Limits)"
+		why, sentinel = "the database is over its rate limit (Options.Limits)", ErrAccountBusy
 	case partition.CauseOffline:
-		why = "its range partition is offline while it splits (Options.Faults)"
+		why, sentinel = "its range partition is offline while it splits (Options.Faults)", ErrPartitionBusy
 	default:
 		why = "injected fault (Options.Faults)"
 	}
-	return ErrServerBusy.withMessage(d.Message(), "%s: %s", what, why)
+	return sentinel.withMessage(d.Message(), "%s: %s", what, why)
 }
 
 // HeatReport reports what the simulated service saw: per table, its range partitions with

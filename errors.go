@@ -19,6 +19,10 @@ type Error struct {
 	Message string
 	// Detail says exactly what was wrong, naming the field and the limit; empty on sentinels.
 	Detail string
+
+	// busy narrows a ServerBusy to who refused it (busyPartition or busyAccount), so that
+	// ErrPartitionBusy and ErrAccountBusy match only their own; the wire sees ServerBusy.
+	busy string
 }
 
 // Error returns the detail when there is one and the service's message otherwise.
@@ -30,9 +34,11 @@ func (e *Error) Error() string {
 }
 
 // Is reports whether target is an *Error with the same code; sentinels are such errors.
+// ErrPartitionBusy and ErrAccountBusy are narrower than ErrServerBusy: each matches only the
+// ServerBusy errors of its own cause, while ErrServerBusy matches them all.
 func (e *Error) Is(target error) bool {
 	t, ok := target.(*Error)
-	return ok && t.Code == e.Code
+	return ok && t.Code == e.Code && (t.busy == "" || t.busy == e.busy)
 }
 
 // with returns a copy of the sentinel carrying a detail.
@@ -80,4 +86,20 @@ var (
 	ErrServerBusy                              = newError("ServerBusy", http.StatusServiceUnavailable, "The server is busy.")
 	ErrOperationTimedOut                       = newError("OperationTimedOut", http.StatusInternalServerError, "Operation could not be completed within the specified time.")
 	ErrInternal                                = newError("InternalError", http.StatusInternalServerError, "The server encountered an internal error. Please retry the request.")
+)
+
+const (
+	busyPartition = "partition"
+	busyAccount   = "account"
+)
+
+// ErrPartitionBusy and ErrAccountBusy tell apart the two refusals the service answers with
+// 503 ServerBusy (Options.Limits, Options.Faults): the PartitionKey's range partition refused
+// the operation, because the PartitionKey is over its rate limit or the range partition is
+// offline while it splits, or the account (here, the DB) is over its rate limit. Both are
+// ServerBusy on the wire and match errors.Is(err, ErrServerBusy); a client backs off the same
+// way for both, but a test of partition design wants to know which limit it reached.
+var (
+	ErrPartitionBusy = &Error{Code: ErrServerBusy.Code, StatusCode: ErrServerBusy.StatusCode, Message: ErrServerBusy.Message, busy: busyPartition}
+	ErrAccountBusy   = &Error{Code: ErrServerBusy.Code, StatusCode: ErrServerBusy.StatusCode, Message: ErrServerBusy.Message, busy: busyAccount}
 )

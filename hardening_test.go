@@ -8,6 +8,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/tabuladb/tabula/partition"
+	"github.com/tabuladb/tabula/storage"
 )
 
 // Thirty restarts with a clock that stands still: each reopened database continues from
@@ -35,4 +38,105 @@ func TestTimestampClockDoesNotDriftAcrossRestarts(t *testing.T) {
 	}
 	// CreateTable and 30 inserts: 31 Timestamps, one tick (100 ns) apart.
 	assert.Equal(t, 30*100*time.Nanosecond, last.Sub(start), "drift after 30 restarts")
+}
+
+// A ServerBusy says which limit refused it: the PartitionKey's or the account's. Both are
+// ServerBusy for errors.Is and on the wire.
+func TestServerBusySaysPartitionOrAccount(t *testing.T) {
+	ctx := context.Background()
+	clock := newFakeClock()
+	db, err := OpenInMemory(&Options{Clock: clock.Now, Limits: partition.Limits{Mode: partition.LimitEnforce,
+		PartitionRate: 10, AccountRate: 15}})
+	require.NoError(t, err)
+	defer db.Close()
+	tbl := createTable(t, db, "Busy")
+	refusal := func(pk string) error {
+		for range 100 {
+			if _, err := tbl.Upsert(ctx, Entity{PartitionKey: pk, RowKey: "r"}, Merge); err != nil {
+				return err
+			}
+		}
+		t.Fatalf("PartitionKey %q was never refused", pk)
+		return nil
+	}
+	// One PartitionKey alone runs out of its own 10 entities first.
+	err = refusal("a")
+	assert.ErrorIs(t, err, ErrPartitionBusy)
+	assert.NotErrorIs(t, err, ErrAccountBusy)
+	assert.ErrorIs(t, err, ErrServerBusy)
+	var te *Error
+	require.ErrorAs(t, err, &te)
+	assert.Equal(t, "ServerBusy", te.Code)
+	assert.Equal(t, 503, te.StatusCode)
+
+	// A fresh PartitionKey still has its 10, but the account has only 5 of its 15 left.
+	err = refusal("b")
+	assert.ErrorIs(t, err, ErrAccountBusy)
+	assert.NotErrorIs(t, err, ErrPartitionBusy)
+	assert.ErrorIs(t, err, ErrServerBusy)
+
+	// A ServerBusy of no particular cause matches neither.
+	assert.NotErrorIs(t, storageError(storage.ErrContention), ErrPartitionBusy)
+	assert.ErrorIs(t, storageError(storage.ErrContention), ErrServerBusy)
+}
+
+// Page.End names why each page ended: $top, the service's 1,000, the budget, a range
+// boundary, a forced continuation, or the end of the results.
+func TestPageEndSaysWhyThePageEnded(t *testing.T) {
+	ctx := context.Background()
+	fill := func(t *testing.T, db *DB, n int) *Table {
+		tbl := createTable(t, db, "Ends")
+		for i := range n {
+			_, err := tbl.Insert(ctx, Entity{PartitionKey: fmt.Sprintf("p%d", i/600), RowKey: fmt.Sprintf("%04d", i)})
+			require.NoError(t, err)
+		}
+		return tbl
+	}
+	t.Run("top and results", func(t *testing.T) {
+		tbl := fill(t, openTestDB(t, nil), 1200)
+		page, err := tbl.Query(ctx, Query{Top: 7})
+		require.NoError(t, err)
+		assert.Equal(t, PageEndTop, page.End)
+		page, err = tbl.Query(ctx, Query{})
+		require.NoError(t, err)
+		assert.Len(t, page.Entities, 1000)
+		assert.Equal(t, PageEndMaxEntities, page.End)
+		page, err = tbl.Query(ctx, Query{Continuation: page.Continuation})
+		require.NoError(t, err)
+		assert.Len(t, page.Entities, 200)
+		assert.Equal(t, PageEndResults, page.End)
+		assert.True(t, page.Continuation.IsZero())
+	})
+	t.Run("budget", func(t *testing.T) {
+		clock := newFakeClock()
+		db, err := OpenInMemory(&Options{Clock: func() time.Time { clock.Advance(time.Second); return clock.Now() }})
+		require.NoError(t, err)
+		defer db.Close()
+		page, err := fill(t, db, 20).Query(ctx, Query{})
+		require.NoError(t, err)
+		assert.Equal(t, PageEndBudget, page.End)
+		assert.False(t, page.Continuation.IsZero())
+	})
+	t.Run("range boundary", func(t *testing.T) {
+		db, err := OpenInMemory(&Options{BoundaryContinuations: true})
+		require.NoError(t, err)
+		defer db.Close()
+		tbl := fill(t, db, 1200)
+		split, err := tbl.SplitRangePartition(ctx, "p1")
+		require.NoError(t, err)
+		require.True(t, split)
+		page, err := tbl.Query(ctx, Query{})
+		require.NoError(t, err)
+		assert.Len(t, page.Entities, 600)
+		assert.Equal(t, PageEndRangeBoundary, page.End)
+	})
+	t.Run("forced", func(t *testing.T) {
+		db, err := OpenInMemory(&Options{Faults: partition.Faults{ContinuationEvery: 3}})
+		require.NoError(t, err)
+		defer db.Close()
+		page, err := fill(t, db, 10).Query(ctx, Query{})
+		require.NoError(t, err)
+		assert.Len(t, page.Entities, 3)
+		assert.Equal(t, PageEndForced, page.End)
+	})
 }

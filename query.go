@@ -62,6 +62,41 @@ type Page struct {
 	Continuation Continuation
 	// Plan says how the page was found and how much it cost.
 	Plan Plan
+	// End says why the page ended: PageEndResults when the query is done, and otherwise
+	// what cut it short, so that a test of paging logic need not guess.
+	End PageEnd
+}
+
+// PageEnd is why a query page ended.
+type PageEnd int
+
+const (
+	// PageEndResults: nothing more matches; the continuation is zero.
+	PageEndResults PageEnd = iota
+	// PageEndTop: the page holds the Top entities the query asked for.
+	PageEndTop
+	// PageEndMaxEntities: the page holds MaxEntitiesPerPage (1,000) entities, the most the
+	// service returns at once, and the query set no smaller Top.
+	PageEndMaxEntities
+	// PageEndBudget: the page ran for its execution budget (Options.QueryBudget, 5 s).
+	PageEndBudget
+	// PageEndRangeBoundary: the scan reached the end of a range partition
+	// (Options.BoundaryContinuations).
+	PageEndRangeBoundary
+	// PageEndForced: fault injection forced a continuation (Options.Faults).
+	PageEndForced
+)
+
+var pageEndNames = [...]string{
+	PageEndResults: "Results", PageEndTop: "Top", PageEndMaxEntities: "MaxEntities",
+	PageEndBudget: "Budget", PageEndRangeBoundary: "RangeBoundary", PageEndForced: "Forced",
+}
+
+func (e PageEnd) String() string {
+	if e >= 0 && int(e) < len(pageEndNames) {
+		return pageEndNames[e]
+	}
+	return "PageEnd(" + strconv.Itoa(int(e)) + ")"
 }
 
 // PlanKind names a way of running a query, from cheapest to dearest.
@@ -137,6 +172,9 @@ type preparedQuery struct {
 	plan   Plan                   // the filter's plan, with this page's counts
 	keep   func(name string) bool // nil keeps every property
 	top    int
+	// full is why a page holding top entities ends: PageEndTop, or PageEndMaxEntities
+	// when the query set no Top below the service's maximum.
+	full   PageEnd
 	budget time.Duration
 }
 
@@ -195,7 +233,11 @@ func (db *DB) prepare(q Query) (*preparedQuery, error) {
 	if db.forbidFullScans && c.plan.ServiceKind == PlanFullScan {
 		return nil, ErrFullScanForbidden.with("filter %q scans the whole table on the service; constrain PartitionKey", q.Filter)
 	}
-	return &preparedQuery{filter: c, plan: c.plan, keep: keep, top: top, budget: db.queryBudget}, nil
+	full := PageEndTop
+	if q.Top == 0 || q.Top == MaxEntitiesPerPage {
+		full = PageEndMaxEntities
+	}
+	return &preparedQuery{filter: c, plan: c.plan, keep: keep, top: top, full: full, budget: db.queryBudget}, nil
 }
 
 // parseFilter parses a $filter and maps the parser's errors to the service's.
@@ -541,9 +583,11 @@ func (s *scanner) scan(ctx context.Context, lower, upper []byte) (bool, error) {
 			// start rather than the next entity: if that range is empty, the next page is
 			// an empty page with a token.
 			s.page.Continuation = Continuation{NextPartitionKey: encodeToken(s.boundaryPK), NextRowKey: encodeToken("")}
+			s.page.End = PageEndRangeBoundary
 			return true, nil
 		}
-		if s.mustStop(key) {
+		if end := s.mustStop(); end != PageEndResults {
+			s.page.End = end
 			return true, s.stopAt(key)
 		}
 		if err := ctx.Err(); err != nil {
@@ -560,14 +604,23 @@ func (s *scanner) scan(ctx context.Context, lower, upper []byte) (bool, error) {
 	return false, nil
 }
 
-// mustStop reports whether the page ends before examining key: it is full, or (once the page
-// has made progress) the budget is spent or fault injection forces a continuation.
-func (s *scanner) mustStop(key []byte) bool {
+// mustStop says why the page ends before examining the next key, PageEndResults if it goes
+// on: it is full, or (once the page has made progress) fault injection forces a continuation
+// or the budget is spent.
+func (s *scanner) mustStop() PageEnd {
 	if s.full {
-		return true
+		return s.p.full
 	}
 	n := s.page.Plan.Scanned
-	return n > 0 && (s.service.MustEndPage(n) || s.expired())
+	switch {
+	case n == 0:
+		return PageEndResults
+	case s.service.MustEndPage(n):
+		return PageEndForced
+	case s.expired():
+		return PageEndBudget
+	}
+	return PageEndResults
 }
 
 // expired reports whether the page has used up its execution budget.
