@@ -230,12 +230,18 @@ func (db *DB) saveClock() {
 
 // update runs fn in one atomic read-write transaction. Every write goes through here, so that
 // concurrent writes can later be coalesced into one commit without touching the operations.
-// fn may run more than once (see storage.DB.Update) and must have no other effects.
+// fn may run more than once (see storage.DB.Update) and must have no other effects. When ctx
+// ends while fn runs (the client went away), the transaction is discarded, not committed.
 func (db *DB) update(ctx context.Context, fn func(tx *storage.Txn) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return storageError(db.store.Update(fn))
+	return storageError(db.store.Update(func(tx *storage.Txn) error {
+		if err := fn(tx); err != nil {
+			return err
+		}
+		return ctx.Err()
+	}))
 }
 
 // view runs fn in a read-only snapshot.

@@ -3,6 +3,7 @@ package tabula
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -138,5 +139,64 @@ func TestPageEndSaysWhyThePageEnded(t *testing.T) {
 		require.NoError(t, err)
 		assert.Len(t, page.Entities, 3)
 		assert.Equal(t, PageEndForced, page.End)
+	})
+}
+
+// The request's context reaches the scan loop and the transaction: canceled in the middle
+// of a scan (at the 100th look at the clock, which a page takes once per entity it has
+// examined), the scan stops there rather than at the page's 1,000th entity; canceled while a
+// write's transaction runs, the transaction is discarded rather than committed.
+func TestRequestContextStopsWork(t *testing.T) {
+	t.Run("scan", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		clock := newFakeClock()
+		var reads, cancelAt atomic.Int64
+		db, err := OpenInMemory(&Options{Clock: func() time.Time {
+			if reads.Add(1) == cancelAt.Load() {
+				cancel()
+			}
+			return clock.Now()
+		}})
+		require.NoError(t, err)
+		defer db.Close()
+		tbl := createTable(t, db, "Scan")
+		for i := range 3000 {
+			_, err := tbl.Insert(ctx, Entity{PartitionKey: "p", RowKey: fmt.Sprintf("%04d", i)})
+			require.NoError(t, err)
+		}
+		before := reads.Load()
+		cancelAt.Store(before + 100)
+		_, err = tbl.Query(ctx, Query{Filter: "Missing eq 1"}) // examines every entity, returns none
+		require.ErrorIs(t, err, context.Canceled)
+		assert.LessOrEqual(t, reads.Load()-before, int64(101), "entities examined after the cancel")
+	})
+	t.Run("transaction", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		var armed atomic.Bool
+		var reads atomic.Int64
+		clock := newFakeClock()
+		db, err := OpenInMemory(&Options{Clock: func() time.Time {
+			// A write reads the clock to admit it, then inside its transaction for each
+			// Timestamp: the second read after arming is inside the transaction.
+			if armed.Load() && reads.Add(1) == 2 {
+				cancel()
+			}
+			return clock.Now()
+		}, Limits: partition.Limits{Mode: partition.LimitOff}}) // no reading of the clock before the transaction
+		require.NoError(t, err)
+		defer db.Close()
+		tbl := createTable(t, db, "Txn")
+		_, err = tbl.Insert(ctx, Entity{PartitionKey: "p", RowKey: "0"}) // the first touch reads the clock outside
+		require.NoError(t, err)
+		armed.Store(true)
+		_, err = tbl.SubmitTransaction(ctx, []Action{InsertAction(Entity{PartitionKey: "p", RowKey: "1"}), InsertAction(Entity{PartitionKey: "p", RowKey: "2"})})
+		require.ErrorIs(t, err, context.Canceled)
+		_, err = tbl.Insert(context.Background(), Entity{PartitionKey: "p", RowKey: "3"})
+		require.NoError(t, err)
+		got := dumpTable(t, tbl)
+		require.Len(t, got, 2, "the canceled transaction wrote nothing")
+		assert.Equal(t, "3", got[1].RowKey)
 	})
 }
