@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/tabuladb/tabula/partition"
@@ -76,9 +75,12 @@ type DB struct {
 	// open holds the tables operations have resolved (see openTable).
 	open openTables
 
-	// filters caches compiled filters by their text (see DB.compile).
-	filters     sync.Map // string → *compiledFilter
-	filterCount atomic.Int64
+	// filters caches compiled filters by their text (see DB.compile); filterMu guards
+	// adding to it, and filterBytes is what it holds, at most filterCacheBytes.
+	filters          sync.Map // string → *compiledFilter
+	filterMu         sync.Mutex
+	filterBytes      int64
+	filterCacheBytes int64
 
 	// stampMu guards the Timestamp clock.
 	stampMu sync.Mutex
@@ -137,7 +139,8 @@ func open(so storage.Options, opts *Options) (*DB, error) {
 	db := &DB{
 		store: store, clock: o.Clock,
 		queryBudget: o.QueryBudget, forbidFullScans: o.ForbidFullScans, boundaries: o.BoundaryContinuations,
-		service: partition.New(&partition.Options{Now: o.Clock, Limits: o.Limits, Balance: o.Balance, Faults: o.Faults}),
+		filterCacheBytes: filterCacheBytes,
+		service:          partition.New(&partition.Options{Now: o.Clock, Limits: o.Limits, Balance: o.Balance, Faults: o.Faults}),
 	}
 	db.dropsCtx, db.stopDrops = context.WithCancel(context.Background())
 	if err := db.loadClock(); err != nil {

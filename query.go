@@ -188,12 +188,19 @@ type compiledFilter struct {
 	plan  Plan
 }
 
-// maxCompiledFilters bounds the cache of compiled filters; applications use a handful of
-// filter shapes, but nothing stops one from building a new text per query.
-const maxCompiledFilters = 1024
+// filterCacheBytes bounds the memory of the cache of compiled filters. Applications use a
+// handful of filter shapes, but nothing stops one from building a new text per query, nor
+// from sending 250 KB filters: a bound by count let 1,100 of those hold 1.4 GB.
+const filterCacheBytes = 16 << 20
+
+// filterCost estimates what a compiled filter holds in memory: its text as the cache's key,
+// and a parsed tree that measures about three times the text (see
+// TestFilterCacheIsBoundedByBytes), plus a fixed part.
+func filterCost(filter string) int64 { return 4*int64(len(filter)) + 512 }
 
 // compile returns the compiled form of a filter, from the DB's cache when it is there, so
-// that a point query repeated with the same text (the common case) parses nothing.
+// that a point query repeated with the same text (the common case) parses nothing; a hit
+// takes no lock.
 func (db *DB) compile(filter string) (*compiledFilter, error) {
 	if v, ok := db.filters.Load(filter); ok {
 		return v.(*compiledFilter), nil
@@ -206,12 +213,30 @@ func (db *DB) compile(filter string) (*compiledFilter, error) {
 	c.plan.Ranges = odata.Ranges(expr)
 	c.plan.Kind = planKind(c.plan.Ranges)
 	c.plan.ServiceKind = serviceKind(expr)
-	if db.filterCount.Load() < maxCompiledFilters {
-		if _, loaded := db.filters.LoadOrStore(filter, c); !loaded {
-			db.filterCount.Add(1)
-		}
-	}
+	db.cacheFilter(filter, c)
 	return c, nil
+}
+
+// cacheFilter keeps a compiled filter within the cache's byte bound. A filter that would take
+// more than a sixteenth of the bound is not kept (parsing it costs little next to running
+// it); when the cache is full it is emptied and fills again with the filters in use, which
+// keeps hits lock-free and costs each filter in use one parse per generation.
+func (db *DB) cacheFilter(filter string, c *compiledFilter) {
+	cost := filterCost(filter)
+	if cost > db.filterCacheBytes/16 {
+		return
+	}
+	db.filterMu.Lock()
+	defer db.filterMu.Unlock()
+	if _, ok := db.filters.Load(filter); ok {
+		return
+	}
+	if db.filterBytes+cost > db.filterCacheBytes {
+		db.filters.Clear()
+		db.filterBytes = 0
+	}
+	db.filters.Store(filter, c)
+	db.filterBytes += cost
 }
 
 func (db *DB) prepare(q Query) (*preparedQuery, error) {
