@@ -38,6 +38,17 @@ type Options struct {
 	// slow on the service even when Tabula runs them cheaply.
 	ForbidFullScans bool
 
+	// DiskReserve is the free space, in bytes, that a database on disk keeps on its disk:
+	// with less, writes fail with ErrDiskFull (reads go on), and Open opens the database
+	// read-only. The store writes through memory-mapped files, and running out of space
+	// there would kill the process rather than fail a write, so the reserve leaves room for
+	// its flushes and compactions. 0 means 256 MiB; lower it only on a disk too small for
+	// that, and only as far as the data written between two compactions needs.
+	DiskReserve uint64
+
+	// freeSpace replaces the file system's free-space figure, for tests.
+	freeSpace func() (uint64, error)
+
 	// The remaining options simulate how the service behaves under load (package partition).
 
 	// Limits are the service's scalability targets, 2,000 entities/s per PartitionKey and
@@ -129,6 +140,7 @@ func open(so storage.Options, opts *Options) (*DB, error) {
 		o.Clock = time.Now
 	}
 	so.SyncWrites = o.SyncWrites
+	so.FreeSpace, so.Reserve = o.freeSpace, o.DiskReserve
 	store, err := storage.Open(so)
 	if err != nil {
 		return nil, ErrInternal.with("%v", err)
@@ -265,6 +277,8 @@ func storageError(err error) error {
 	switch {
 	case errors.As(err, &te) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		return err
+	case errors.Is(err, storage.ErrDiskFull):
+		return ErrDiskFull.with("%v", err)
 	case errors.Is(err, storage.ErrContention):
 		return ErrServerBusy.with("too many concurrent writers on the same entities; retry")
 	case errors.Is(err, storage.ErrTooLarge):

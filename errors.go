@@ -91,6 +91,7 @@ var (
 const (
 	busyPartition = "partition"
 	busyAccount   = "account"
+	busyDisk      = "disk"
 )
 
 // ErrPartitionBusy and ErrAccountBusy tell apart the two refusals the service answers with
@@ -103,3 +104,12 @@ var (
 	ErrPartitionBusy = &Error{Code: ErrServerBusy.Code, StatusCode: ErrServerBusy.StatusCode, Message: ErrServerBusy.Message, busy: busyPartition}
 	ErrAccountBusy   = &Error{Code: ErrServerBusy.Code, StatusCode: ErrServerBusy.StatusCode, Message: ErrServerBusy.Message, busy: busyAccount}
 )
+
+// ErrDiskFull is Tabula's refusal of a write when the disk holding the database has less free
+// space than Options.DiskReserve, or when the database was opened read-only because it had
+// less. It is a 503 ServerBusy on the wire and matches errors.Is(err, ErrServerBusy): every
+// Azure SDK retries a 503 with backoff, and a write refused for want of space may well
+// succeed once space is freed, which is what a retry after a while expects; a 500
+// InternalError would claim a fault in the server, and a 4xx would blame the request.
+// Reads go on meanwhile, and nothing is written in part.
+var ErrDiskFull = &Error{Code: ErrServerBusy.Code, StatusCode: ErrServerBusy.StatusCode, Message: ErrServerBusy.Message, busy: busyDisk}
