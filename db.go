@@ -42,7 +42,7 @@ type Options struct {
 	// with less, writes fail with ErrDiskFull (reads go on), and Open opens the database
 	// read-only. The store writes through memory-mapped files, and running out of space
 	// there would kill the process rather than fail a write, so the reserve leaves room for
-	// its flushes and compactions. 0 means 256 MiB; lower it only on a disk too small for
+	// its flushes and compactions. 0 means 512 MiB; lower it only on a disk too small for
 	// that, and only as far as the data written between two compactions needs.
 	DiskReserve uint64
 

@@ -301,7 +301,7 @@ func TestFullDiskRefusesWritesKeepsReads(t *testing.T) {
 	_, err = tbl.Insert(ctx, Entity{PartitionKey: "p", RowKey: "1"})
 	require.NoError(t, err)
 
-	free.Store(100 << 20) // below the 256 MiB reserve
+	free.Store(100 << 20) // below the 512 MiB reserve
 	_, err = tbl.Insert(ctx, Entity{PartitionKey: "p", RowKey: "2"})
 	require.ErrorIs(t, err, ErrDiskFull)
 	require.ErrorIs(t, err, ErrServerBusy)

@@ -12,11 +12,12 @@ import (
 // on; and it opens a directory whose disk is already that full read-only, so that its data
 // can still be read.
 
-// DefaultReserve is the free space the store keeps for Badger: enough to flush its memtables
-// (64 MiB each, and a flush may start while another is under way) and to compact a level's
-// worth of tables into new ones before the old are deleted, with the transaction under way
-// on top (at most a few MiB).
-const DefaultReserve = 256 << 20
+// DefaultReserve is the free space the store keeps for Badger. Its writes land first in
+// memtable logs; up to five memtables of 64 MiB may wait to be flushed into tables of about
+// their size before their logs are deleted, and a compaction writes its new tables before it
+// deletes the old. Each commit is checked against the reserve, so only what is already
+// committed (a transaction is at most a few MiB) can be in that background work.
+const DefaultReserve = 512 << 20
 
 // DiskFullError reports that a directory's disk has less free space than the store keeps in
 // reserve. ErrDiskFull matches it with errors.Is.

@@ -11,8 +11,9 @@ import (
 
 // On a real, small tmpfs (mounting needs root; skipped where it is not permitted), writing
 // until the disk is full ends in ErrDiskFull, not in a SIGBUS inside Badger's memory-mapped
-// files: everything acknowledged reads back, also after a reopen, which is read-only while
-// the disk stays full and writable once it grows.
+// files (with a reserve of 1 byte, this loop dies of SIGBUS in Badger's valueLog.write):
+// everything acknowledged reads back, also after a reopen, which is read-only while the disk
+// stays full and writable once it grows.
 func TestFullDiskOnTmpfs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("mounts a tmpfs")
