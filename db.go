@@ -97,8 +97,10 @@ type DB struct {
 	stampMu sync.Mutex
 	// lastTicks is the last Timestamp handed out.
 	lastTicks int64
-	// reservedTicks is a persisted upper bound on handed-out Timestamps (see stamp).
+	// reservedTicks is a persisted upper bound on handed-out Timestamps (see stamp);
+	// clockSaved says the persisted bound is lastTicks, marked clean (see saveClock).
 	reservedTicks int64
+	clockSaved    bool
 
 	// drops tracks background deletions of dropped tables' data; Close stops and waits for
 	// them, and the next Open resumes what they left.
@@ -183,12 +185,18 @@ func (db *DB) Close() error {
 // (and therefore an ETag) even within one 100 ns tick or when the clock steps back. To keep
 // that true across restarts, a bound a little ahead of the Timestamps handed out is persisted
 // before they are used (with a real clock, one tiny write every reserveAhead), and Close
-// replaces it with the last Timestamp really handed out. A database closed cleanly therefore
-// resumes at max(now, last + 1 tick), exactly; only one that was not (a crash, a kill) must
-// resume above the reservation when its clock has not yet passed it, since the Timestamps
-// handed out between the last reservation and the crash are unknown. Resuming every restart
-// from the reservation pushed Timestamps up to reserveAhead further into the future each time.
+// replaces it with the last Timestamp really handed out, marked clean. A database closed
+// cleanly therefore resumes at max(now, last + 1 tick), exactly. One that was not (a crash,
+// a kill) finds only the reservation; if its clock has passed it, now is right, and if not
+// (a restart within reserveAhead of the crash, or a clock stepped back) it reads the newest
+// Timestamp stored, a scan of every record that only such a restart pays. Resuming every
+// restart from the reservation pushed Timestamps up to reserveAhead further into the
+// future each time.
 const reserveAhead = 10 * ticksPerSecond
+
+// clockClean ends the clock record that Close writes: the bound before it is the last
+// Timestamp handed out, not a reservation.
+const clockClean = 'c'
 
 // stamp returns the next Timestamp, in ticks.
 func (db *DB) stamp() (int64, error) {
@@ -203,27 +211,69 @@ func (db *DB) stamp() (int64, error) {
 		if err != nil {
 			return 0, storageError(err)
 		}
-		db.reservedTicks = reserve
+		db.reservedTicks, db.clockSaved = reserve, false
 	}
 	db.lastTicks = t
 	return t, nil
 }
 
 func (db *DB) loadClock() error {
-	err := db.store.View(func(tx *storage.Txn) error {
-		_, err := tx.Get(clockKey, func(v []byte) error {
-			if len(v) != 8 {
-				return errCorrupt("clock record is not 8 bytes")
+	found := false
+	err := db.store.View(func(tx *storage.Txn) (err error) {
+		found, err = tx.Get(clockKey, func(v []byte) error {
+			switch {
+			case len(v) == 9 && v[8] == clockClean:
+				db.clockSaved = true
+			case len(v) != 8:
+				return errCorrupt("clock record is neither 8 nor 9 bytes")
 			}
-			db.reservedTicks = int64(binary.BigEndian.Uint64(v))
+			db.reservedTicks = int64(binary.BigEndian.Uint64(v[:8]))
 			return nil
 		})
+		if err != nil || !found || db.clockSaved || ticksOf(db.clock()) > db.reservedTicks {
+			// Every Timestamp handed out so far is at most the stored bound (the last one
+			// exactly after a clean Close), and now is past it if it was a reservation.
+			db.lastTicks = db.reservedTicks
+			return err
+		}
+		db.lastTicks, err = newestStoredTicks(tx)
 		return err
 	})
-	// Every Timestamp handed out so far is at most the stored bound: the last one exactly
-	// after a clean Close, the reservation after a crash.
-	db.lastTicks = db.reservedTicks
 	return storageError(err)
+}
+
+// newestStoredTicks returns the newest Timestamp of any entity or table on disk.
+func newestStoredTicks(tx *storage.Txn) (int64, error) {
+	var newest int64
+	for _, prefix := range []byte{prefixEntity, prefixTable} {
+		it := tx.Scan([]byte{prefix}, []byte{prefix + 1})
+		err := func() error {
+			defer it.Close()
+			for it.Next() {
+				err := it.Value(func(v []byte) error {
+					var ticks int64
+					var err error
+					if prefix == prefixEntity {
+						ticks, err = recordTicks(v)
+					} else {
+						var rec tableRecord
+						rec, err = decodeTableRecord(v)
+						ticks = rec.Created
+					}
+					newest = max(newest, ticks)
+					return err
+				})
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		}()
+		if err != nil {
+			return 0, err
+		}
+	}
+	return newest, nil
 }
 
 // saveClock replaces the persisted reservation with the last Timestamp handed out, so that
@@ -232,14 +282,14 @@ func (db *DB) loadClock() error {
 func (db *DB) saveClock() {
 	db.stampMu.Lock()
 	defer db.stampMu.Unlock()
-	if db.lastTicks >= db.reservedTicks {
+	if db.clockSaved {
 		return
 	}
 	err := db.store.Update(func(tx *storage.Txn) error {
-		return tx.Set(clockKey, binary.BigEndian.AppendUint64(nil, uint64(db.lastTicks)))
+		return tx.Set(clockKey, append(binary.BigEndian.AppendUint64(nil, uint64(db.lastTicks)), clockClean))
 	})
 	if err == nil {
-		db.reservedTicks = db.lastTicks
+		db.reservedTicks, db.clockSaved = db.lastTicks, true
 	}
 }
 

@@ -2,6 +2,7 @@ package tabula
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"runtime"
 	"strings"
@@ -41,6 +42,20 @@ func TestTimestampClockDoesNotDriftAcrossRestarts(t *testing.T) {
 	}
 	// CreateTable and 30 inserts: 31 Timestamps, one tick (100 ns) apart.
 	assert.Equal(t, 30*100*time.Nanosecond, last.Sub(start), "drift after 30 restarts")
+
+	// After a crash, only the reservation is on disk: the clock, which has not passed it,
+	// resumes after the newest Timestamp stored instead.
+	store, err := storage.Open(storage.Options{Dir: dir})
+	require.NoError(t, err)
+	reservation := binary.BigEndian.AppendUint64(nil, uint64(ticksOf(last)+reserveAhead))
+	require.NoError(t, store.Update(func(tx *storage.Txn) error { return tx.Set(clockKey, reservation) }))
+	require.NoError(t, store.Close())
+	db, err := Open(dir, &Options{Clock: clock.Now})
+	require.NoError(t, err)
+	defer db.Close()
+	e, err := db.Table("Clock").Insert(ctx, Entity{PartitionKey: "p", RowKey: "after a crash"})
+	require.NoError(t, err)
+	assert.Equal(t, 100*time.Nanosecond, e.Timestamp.Sub(last), "after a crash")
 }
 
 // A ServerBusy says which limit refused it: the PartitionKey's or the account's. Both are
