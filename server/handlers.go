@@ -476,8 +476,8 @@ func preference(r *http.Request) string {
 
 // selectList splits $select, once per request, into its distinct names in their first
 // order; nil when there is none. Deduplicated here, a name is looked for once per entity
-// however often a client lists it (the engine caps the distinct names at
-// tabula.MaxSelect).
+// however often a client lists it; past tabula.MaxSelect distinct names, which the engine
+// refuses, the rest is not read.
 func selectList(s string) []string {
 	if strings.TrimSpace(s) == "" {
 		return nil
@@ -490,6 +490,9 @@ func selectList(s string) []string {
 		if _, dup := seen[n]; !dup {
 			seen[n] = struct{}{}
 			distinct = append(distinct, n)
+			if len(distinct) > tabula.MaxSelect {
+				break // one too many is enough for the engine to refuse the list
+			}
 		}
 	}
 	return distinct
