@@ -238,8 +238,8 @@ func connectionString(t *testing.T, out io.Reader) string {
 	for {
 		line, err := r.ReadString('\n')
 		require.NoError(t, err, "tabula serve printed no connection string")
-		if s := strings.TrimSpace(line); strings.HasPrefix(s, "DefaultEndpointsProtocol=") {
-			return s
+		if i := strings.Index(line, "DefaultEndpointsProtocol="); i >= 0 {
+			return strings.TrimSpace(line[i:])
 		}
 	}
 }
