@@ -39,6 +39,17 @@ type Options struct {
 	// slow on the service even when Tabula runs them cheaply.
 	ForbidFullScans bool
 
+	// DiskReserve is the free space, in bytes, that a database on disk keeps on its disk:
+	// with less, writes fail with ErrDiskFull (reads go on), and Open opens the database
+	// read-only. The store writes through memory-mapped files, and running out of space
+	// there would kill the process rather than fail a write, so the reserve leaves room for
+	// its flushes and compactions. 0 means 512 MiB; lower it only on a disk too small for
+	// that, and only as far as the data written between two compactions needs.
+	DiskReserve uint64
+
+	// freeSpace replaces the file system's free-space figure, for tests.
+	freeSpace func() (uint64, error)
+
 	// The remaining options simulate how the service behaves under load (package partition).
 
 	// Limits are the service's scalability targets, 2,000 entities/s per PartitionKey and
@@ -76,16 +87,21 @@ type DB struct {
 	// open holds the tables operations have resolved (see openTable).
 	open openTables
 
-	// filters caches compiled filters by their text (see DB.compile).
-	filters     sync.Map // string → *compiledFilter
-	filterCount atomic.Int64
+	// filters caches compiled filters by their text (see DB.compile); filterMu guards
+	// adding to it, and filterBytes is what it holds, at most filterCacheBytes.
+	filters          sync.Map // string → *compiledFilter
+	filterMu         sync.Mutex
+	filterBytes      int64
+	filterCacheBytes int64
 
 	// stampMu guards the Timestamp clock.
 	stampMu sync.Mutex
 	// lastTicks is the last Timestamp handed out.
 	lastTicks int64
-	// reservedTicks is a persisted upper bound on handed-out Timestamps (see stamp).
+	// reservedTicks is a persisted upper bound on handed-out Timestamps (see stamp);
+	// clockSaved says the persisted bound is lastTicks, marked clean (see saveClock).
 	reservedTicks int64
+	clockSaved    bool
 
 	// drops tracks background deletions of dropped tables' data; Close stops and waits for
 	// them, and the next Open resumes what they left.
@@ -127,6 +143,7 @@ func open(so storage.Options, opts *Options) (*DB, error) {
 		o.Clock = time.Now
 	}
 	so.SyncWrites = o.SyncWrites
+	so.FreeSpace, so.Reserve = o.freeSpace, o.DiskReserve
 	store, err := storage.Open(so)
 	if err != nil {
 		return nil, ErrInternal.with("%v", err)
@@ -135,7 +152,7 @@ func open(so storage.Options, opts *Options) (*DB, error) {
 		o.QueryBudget = DefaultQueryBudget
 	}
 	db := &DB{
-		store: store, clock: o.Clock, queryBudget: o.QueryBudget,
+		store: store, clock: o.Clock, queryBudget: o.QueryBudget, filterCacheBytes: filterCacheBytes,
 		service: partition.New(&partition.Options{Now: o.Clock, Limits: o.Limits, Balance: o.Balance, Faults: o.Faults}),
 	}
 	db.forbidFullScans.Store(o.ForbidFullScans)
@@ -157,6 +174,7 @@ func (db *DB) Close() error {
 	db.closeOnce.Do(func() {
 		db.stopDrops()
 		db.drops.Wait()
+		db.saveClock()
 		if err := db.store.Close(); err != nil {
 			db.closeErr = ErrInternal.with("%v", err)
 		}
@@ -167,9 +185,19 @@ func (db *DB) Close() error {
 // The Timestamp clock: max(now, last + 1 tick), so no two writes in a DB share a Timestamp
 // (and therefore an ETag) even within one 100 ns tick or when the clock steps back. To keep
 // that true across restarts, a bound a little ahead of the Timestamps handed out is persisted
-// before they are used, and the clock resumes above it; with a real clock that costs one tiny
-// write every reserveAhead.
+// before they are used (with a real clock, one tiny write every reserveAhead), and Close
+// replaces it with the last Timestamp really handed out, marked clean. A database closed
+// cleanly therefore resumes at max(now, last + 1 tick), exactly. One that was not (a crash,
+// a kill) finds only the reservation; if its clock has passed it, now is right, and if not
+// (a restart within reserveAhead of the crash, or a clock stepped back) it reads the newest
+// Timestamp stored, a scan of every record that only such a restart pays. Resuming every
+// restart from the reservation pushed Timestamps up to reserveAhead further into the
+// future each time.
 const reserveAhead = 10 * ticksPerSecond
+
+// clockClean ends the clock record that Close writes: the bound before it is the last
+// Timestamp handed out, not a reservation.
+const clockClean = 'c'
 
 // stamp returns the next Timestamp, in ticks.
 func (db *DB) stamp() (int64, error) {
@@ -184,35 +212,102 @@ func (db *DB) stamp() (int64, error) {
 		if err != nil {
 			return 0, storageError(err)
 		}
-		db.reservedTicks = reserve
+		db.reservedTicks, db.clockSaved = reserve, false
 	}
 	db.lastTicks = t
 	return t, nil
 }
 
 func (db *DB) loadClock() error {
-	err := db.store.View(func(tx *storage.Txn) error {
-		_, err := tx.Get(clockKey, func(v []byte) error {
-			if len(v) != 8 {
-				return errCorrupt("clock record is not 8 bytes")
+	found := false
+	err := db.store.View(func(tx *storage.Txn) (err error) {
+		found, err = tx.Get(clockKey, func(v []byte) error {
+			switch {
+			case len(v) == 9 && v[8] == clockClean:
+				db.clockSaved = true
+			case len(v) != 8:
+				return errCorrupt("clock record is neither 8 nor 9 bytes")
 			}
-			db.reservedTicks = int64(binary.BigEndian.Uint64(v))
+			db.reservedTicks = int64(binary.BigEndian.Uint64(v[:8]))
 			return nil
 		})
+		if err != nil || !found || db.clockSaved || ticksOf(db.clock()) > db.reservedTicks {
+			// Every Timestamp handed out so far is at most the stored bound (the last one
+			// exactly after a clean Close), and now is past it if it was a reservation.
+			db.lastTicks = db.reservedTicks
+			return err
+		}
+		db.lastTicks, err = newestStoredTicks(tx)
 		return err
 	})
-	db.lastTicks = db.reservedTicks
 	return storageError(err)
+}
+
+// newestStoredTicks returns the newest Timestamp of any entity or table on disk.
+func newestStoredTicks(tx *storage.Txn) (int64, error) {
+	var newest int64
+	for _, prefix := range []byte{prefixEntity, prefixTable} {
+		it := tx.Scan([]byte{prefix}, []byte{prefix + 1})
+		err := func() error {
+			defer it.Close()
+			for it.Next() {
+				err := it.Value(func(v []byte) error {
+					var ticks int64
+					var err error
+					if prefix == prefixEntity {
+						ticks, err = recordTicks(v)
+					} else {
+						var rec tableRecord
+						rec, err = decodeTableRecord(v)
+						ticks = rec.Created
+					}
+					newest = max(newest, ticks)
+					return err
+				})
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		}()
+		if err != nil {
+			return 0, err
+		}
+	}
+	return newest, nil
+}
+
+// saveClock replaces the persisted reservation with the last Timestamp handed out, so that
+// the next Open resumes from it rather than from the reservation. Close calls it; a failure
+// (a full disk, say) leaves the reservation, which is safe.
+func (db *DB) saveClock() {
+	db.stampMu.Lock()
+	defer db.stampMu.Unlock()
+	if db.clockSaved {
+		return
+	}
+	err := db.store.Update(func(tx *storage.Txn) error {
+		return tx.Set(clockKey, append(binary.BigEndian.AppendUint64(nil, uint64(db.lastTicks)), clockClean))
+	})
+	if err == nil {
+		db.reservedTicks, db.clockSaved = db.lastTicks, true
+	}
 }
 
 // update runs fn in one atomic read-write transaction. Every write goes through here, so that
 // concurrent writes can later be coalesced into one commit without touching the operations.
-// fn may run more than once (see storage.DB.Update) and must have no other effects.
+// fn may run more than once (see storage.DB.Update) and must have no other effects. When ctx
+// ends while fn runs (the client went away), the transaction is discarded, not committed.
 func (db *DB) update(ctx context.Context, fn func(tx *storage.Txn) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return storageError(db.store.Update(fn))
+	return storageError(db.store.Update(func(tx *storage.Txn) error {
+		if err := fn(tx); err != nil {
+			return err
+		}
+		return ctx.Err()
+	}))
 }
 
 // view runs fn in a read-only snapshot.
@@ -233,6 +328,8 @@ func storageError(err error) error {
 	switch {
 	case errors.As(err, &te) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		return err
+	case errors.Is(err, storage.ErrDiskFull):
+		return ErrDiskFull.with("%v", err)
 	case errors.Is(err, storage.ErrContention):
 		return ErrServerBusy.with("too many concurrent writers on the same entities; retry")
 	case errors.Is(err, storage.ErrTooLarge):
@@ -254,24 +351,30 @@ func admit(d partition.Decision, what string) error {
 		return ErrOperationTimedOut.with("%s: injected timeout (Options.Faults)", what)
 	}
 	var why string
+	sentinel := ErrServerBusy
 	switch d.Cause {
 	case partition.CausePartitionLimit:
-		why = "the PartitionKey is over its rate limit (Options.Limits)"
+		why, sentinel = "the PartitionKey is over its rate limit (Options.Limits)", ErrPartitionBusy
 	case partition.CauseAccountLimit:
-		why = "the database is over its rate limit (Options.Limits)"
+		why, sentinel = "the database is over its rate limit (Options.Limits)", ErrAccountBusy
 	case partition.CauseOffline:
-		why = "its range partition is offline while it splits (Options.Faults)"
+		why, sentinel = "its range partition is offline while it splits (Options.Faults)", ErrPartitionBusy
 	default:
 		why = "injected fault (Options.Faults)"
 	}
-	return ErrServerBusy.withMessage(d.Message(), "%s: %s", what, why)
+	return sentinel.withMessage(d.Message(), "%s: %s", what, why)
 }
 
 // HeatReport reports what the simulated service saw: per table, its range partitions with
 // their entities, bytes, recent entities/s, throttled counts and splits, and the hottest
 // PartitionKeys; the figures a partition stress test examines. Stored entities and bytes
-// are counted from Open on.
-func (db *DB) HeatReport() partition.Report { return db.service.Report() }
+// describe the data on disk, also right after a reopen: a table's are counted from disk when
+// it is first used after Open (a report uses them all), and kept up by every write since.
+func (db *DB) HeatReport() partition.Report {
+	// A table that cannot be counted now (a storage error) is left out of this report.
+	_ = db.resolveAll(context.Background())
+	return db.service.Report()
+}
 
 // ResetStats zeroes the traffic counters of the heat report, so one phase of a stress test
 // can be read apart from the one before. It changes no behaviour.

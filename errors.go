@@ -19,6 +19,10 @@ type Error struct {
 	Message string
 	// Detail says exactly what was wrong, naming the field and the limit; empty on sentinels.
 	Detail string
+
+	// busy narrows a ServerBusy to who refused it (busyPartition or busyAccount), so that
+	// ErrPartitionBusy and ErrAccountBusy match only their own; the wire sees ServerBusy.
+	busy string
 }
 
 // Error returns the detail when there is one and the service's message otherwise.
@@ -30,9 +34,11 @@ func (e *Error) Error() string {
 }
 
 // Is reports whether target is an *Error with the same code; sentinels are such errors.
+// ErrPartitionBusy and ErrAccountBusy are narrower than ErrServerBusy: each matches only the
+// ServerBusy errors of its own cause, while ErrServerBusy matches them all.
 func (e *Error) Is(target error) bool {
 	t, ok := target.(*Error)
-	return ok && t.Code == e.Code
+	return ok && t.Code == e.Code && (t.busy == "" || t.busy == e.busy)
 }
 
 // with returns a copy of the sentinel carrying a detail.
@@ -82,3 +88,29 @@ var (
 	ErrOperationTimedOut                       = newError("OperationTimedOut", http.StatusInternalServerError, "Operation could not be completed within the specified time.")
 	ErrInternal                                = newError("InternalError", http.StatusInternalServerError, "The server encountered an internal error. Please retry the request.")
 )
+
+const (
+	busyPartition = "partition"
+	busyAccount   = "account"
+	busyDisk      = "disk"
+)
+
+// ErrPartitionBusy and ErrAccountBusy tell apart the two refusals the service answers with
+// 503 ServerBusy (Options.Limits, Options.Faults): the PartitionKey's range partition refused
+// the operation, because the PartitionKey is over its rate limit or the range partition is
+// offline while it splits, or the account (here, the DB) is over its rate limit. Both are
+// ServerBusy on the wire and match errors.Is(err, ErrServerBusy); a client backs off the same
+// way for both, but a test of partition design wants to know which limit it reached.
+var (
+	ErrPartitionBusy = &Error{Code: ErrServerBusy.Code, StatusCode: ErrServerBusy.StatusCode, Message: ErrServerBusy.Message, busy: busyPartition}
+	ErrAccountBusy   = &Error{Code: ErrServerBusy.Code, StatusCode: ErrServerBusy.StatusCode, Message: ErrServerBusy.Message, busy: busyAccount}
+)
+
+// ErrDiskFull is Tabula's refusal of a write when the disk holding the database has less free
+// space than Options.DiskReserve, or when the database was opened read-only because it had
+// less. It is a 503 ServerBusy on the wire and matches errors.Is(err, ErrServerBusy): every
+// Azure SDK retries a 503 with backoff, and a write refused for want of space may well
+// succeed once space is freed, which is what a retry after a while expects; a 500
+// InternalError would claim a fault in the server, and a 4xx would blame the request.
+// Reads go on meanwhile, and nothing is written in part.
+var ErrDiskFull = &Error{Code: ErrServerBusy.Code, StatusCode: ErrServerBusy.StatusCode, Message: ErrServerBusy.Message, busy: busyDisk}

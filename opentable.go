@@ -93,9 +93,16 @@ func (db *DB) resolve(ctx context.Context, name string) (*openTable, error) {
 			// Being dropped: DeleteTable has taken it out of the map already.
 		}
 		gen := db.open.gen.Load()
-		var rec tableRecord
+		var (
+			rec    tableRecord
+			stored []storedPartition
+		)
 		err := db.view(ctx, func(tx *storage.Txn) (err error) {
-			rec, err = lookupTable(tx, name)
+			if rec, err = lookupTable(tx, name); err != nil {
+				return err
+			}
+			// In the same snapshot: no write reaches the table before it is cached.
+			stored, err = countStored(ctx, tx, rec.ID)
 			return err
 		})
 		if err != nil {
@@ -103,7 +110,12 @@ func (db *DB) resolve(ctx context.Context, name string) (*openTable, error) {
 		}
 		db.open.mu.Lock()
 		if db.open.gen.Load() == gen {
-			db.open.m.LoadOrStore(key, &openTable{rec: rec, service: db.service.Table(rec.Name)})
+			ot := &openTable{rec: rec, service: db.service.Table(rec.Name)}
+			if _, loaded := db.open.m.LoadOrStore(key, ot); !loaded {
+				for _, p := range stored {
+					ot.service.RecordWrite(p.pk, p.entities, p.bytes)
+				}
+			}
 		}
 		db.open.mu.Unlock()
 	}

@@ -62,6 +62,41 @@ type Page struct {
 	Continuation Continuation
 	// Plan says how the page was found and how much it cost.
 	Plan Plan
+	// End says why the page ended: PageEndResults when the query is done, and otherwise
+	// what cut it short, so that a test of paging logic need not guess.
+	End PageEnd
+}
+
+// PageEnd is why a query page ended.
+type PageEnd int
+
+const (
+	// PageEndResults: nothing more matches; the continuation is zero.
+	PageEndResults PageEnd = iota
+	// PageEndTop: the page holds the Top entities the query asked for.
+	PageEndTop
+	// PageEndMaxEntities: the page holds MaxEntitiesPerPage (1,000) entities, the most the
+	// service returns at once, and the query set no smaller Top.
+	PageEndMaxEntities
+	// PageEndBudget: the page ran for its execution budget (Options.QueryBudget, 5 s).
+	PageEndBudget
+	// PageEndRangeBoundary: the scan reached the end of a range partition
+	// (Options.BoundaryContinuations).
+	PageEndRangeBoundary
+	// PageEndForced: fault injection forced a continuation (Options.Faults).
+	PageEndForced
+)
+
+var pageEndNames = [...]string{
+	PageEndResults: "Results", PageEndTop: "Top", PageEndMaxEntities: "MaxEntities",
+	PageEndBudget: "Budget", PageEndRangeBoundary: "RangeBoundary", PageEndForced: "Forced",
+}
+
+func (e PageEnd) String() string {
+	if e >= 0 && int(e) < len(pageEndNames) {
+		return pageEndNames[e]
+	}
+	return "PageEnd(" + strconv.Itoa(int(e)) + ")"
 }
 
 // PlanKind names a way of running a query, from cheapest to dearest.
@@ -138,6 +173,9 @@ type preparedQuery struct {
 	plan   Plan                   // the filter's plan, with this page's counts
 	keep   func(name string) bool // nil keeps every property
 	top    int
+	// full is why a page holding top entities ends: PageEndTop, or PageEndMaxEntities
+	// when the query set no Top below the service's maximum.
+	full   PageEnd
 	budget time.Duration
 }
 
@@ -151,12 +189,19 @@ type compiledFilter struct {
 	plan  Plan
 }
 
-// maxCompiledFilters bounds the cache of compiled filters; applications use a handful of
-// filter shapes, but nothing stops one from building a new text per query.
-const maxCompiledFilters = 1024
+// filterCacheBytes bounds the memory of the cache of compiled filters. Applications use a
+// handful of filter shapes, but nothing stops one from building a new text per query, nor
+// from sending 250 KB filters: a bound by count let 1,100 of those hold 1.4 GB.
+const filterCacheBytes = 16 << 20
+
+// filterCost estimates what a compiled filter holds in memory: its text as the cache's key,
+// and a parsed tree that measures about three times the text (see
+// TestFilterCacheIsBoundedByBytes), plus a fixed part.
+func filterCost(filter string) int64 { return 4*int64(len(filter)) + 512 }
 
 // compile returns the compiled form of a filter, from the DB's cache when it is there, so
-// that a point query repeated with the same text (the common case) parses nothing.
+// that a point query repeated with the same text (the common case) parses nothing; a hit
+// takes no lock.
 func (db *DB) compile(filter string) (*compiledFilter, error) {
 	if v, ok := db.filters.Load(filter); ok {
 		return v.(*compiledFilter), nil
@@ -169,12 +214,30 @@ func (db *DB) compile(filter string) (*compiledFilter, error) {
 	c.plan.Ranges = odata.Ranges(expr)
 	c.plan.Kind = planKind(c.plan.Ranges)
 	c.plan.ServiceKind = serviceKind(expr)
-	if db.filterCount.Load() < maxCompiledFilters {
-		if _, loaded := db.filters.LoadOrStore(filter, c); !loaded {
-			db.filterCount.Add(1)
-		}
-	}
+	db.cacheFilter(filter, c)
 	return c, nil
+}
+
+// cacheFilter keeps a compiled filter within the cache's byte bound. A filter that would take
+// more than a sixteenth of the bound is not kept (parsing it costs little next to running
+// it); when the cache is full it is emptied and fills again with the filters in use, which
+// keeps hits lock-free and costs each filter in use one parse per generation.
+func (db *DB) cacheFilter(filter string, c *compiledFilter) {
+	cost := filterCost(filter)
+	if cost > db.filterCacheBytes/16 {
+		return
+	}
+	db.filterMu.Lock()
+	defer db.filterMu.Unlock()
+	if _, ok := db.filters.Load(filter); ok {
+		return
+	}
+	if db.filterBytes+cost > db.filterCacheBytes {
+		db.filters.Clear()
+		db.filterBytes = 0
+	}
+	db.filters.Store(filter, c)
+	db.filterBytes += cost
 }
 
 func (db *DB) prepare(q Query) (*preparedQuery, error) {
@@ -196,7 +259,11 @@ func (db *DB) prepare(q Query) (*preparedQuery, error) {
 	if db.forbidFullScans.Load() && c.plan.ServiceKind == PlanFullScan {
 		return nil, ErrFullScanForbidden.with("filter %q scans the whole table on the service; constrain PartitionKey", q.Filter)
 	}
-	return &preparedQuery{filter: c, plan: c.plan, keep: keep, top: top, budget: db.queryBudget}, nil
+	full := PageEndTop
+	if q.Top == 0 || q.Top == MaxEntitiesPerPage {
+		full = PageEndMaxEntities
+	}
+	return &preparedQuery{filter: c, plan: c.plan, keep: keep, top: top, full: full, budget: db.queryBudget}, nil
 }
 
 // parseFilter parses a $filter and maps the parser's errors to the service's.
@@ -213,6 +280,11 @@ func parseFilter(filter string) (odata.Expr, error) {
 	return expr, err
 }
 
+// MaxSelect is the most distinct property names a $select may list: the service projects at
+// most 255 properties, the most an entity has (252 and the three system properties), as
+// "Writing LINQ queries against the Table service" says. A name listed twice counts once.
+const MaxSelect = 255
+
 // selection turns a $select list into a property filter; "*" selects everything.
 func selection(names []string) (func(string) bool, error) {
 	if len(names) == 0 || slices.Contains(names, "*") {
@@ -223,8 +295,26 @@ func selection(names []string) (func(string) bool, error) {
 			return nil, ErrInvalidInput.with("select names %q, which is not a property name", n)
 		}
 	}
-	names = slices.Clone(names)
-	return func(name string) bool { return slices.Contains(names, name) }, nil
+	return selectFilter(names)
+}
+
+// selectFilter turns a list of names into a membership test, once per request: the names are
+// deduplicated and capped at MaxSelect, and a long list is looked up in a set, so that what a
+// request costs per entity is bounded whatever its $select (a 16,000-name list used to be
+// searched name by name for every property of every entity).
+func selectFilter(names []string) (func(string) bool, error) {
+	if len(names) <= 8 {
+		names = slices.Clone(names)
+		return func(name string) bool { return slices.Contains(names, name) }, nil
+	}
+	set := make(map[string]struct{}, min(len(names), MaxSelect+1))
+	for _, n := range names {
+		set[n] = struct{}{}
+		if len(set) > MaxSelect {
+			return nil, ErrInvalidInput.with("select lists more than %d distinct property names", MaxSelect)
+		}
+	}
+	return func(name string) bool { _, ok := set[name]; return ok }, nil
 }
 
 // rangeString prints a key range for people: "PartitionKey = 'a', RowKey in ['b', 'c')".
@@ -543,9 +633,11 @@ func (s *scanner) scan(ctx context.Context, lower, upper []byte) (bool, error) {
 			// start rather than the next entity: if that range is empty, the next page is
 			// an empty page with a token.
 			s.page.Continuation = Continuation{NextPartitionKey: encodeToken(s.boundaryPK), NextRowKey: encodeToken("")}
+			s.page.End = PageEndRangeBoundary
 			return true, nil
 		}
-		if s.mustStop(key) {
+		if end := s.mustStop(); end != PageEndResults {
+			s.page.End = end
 			return true, s.stopAt(key)
 		}
 		if err := ctx.Err(); err != nil {
@@ -562,14 +654,23 @@ func (s *scanner) scan(ctx context.Context, lower, upper []byte) (bool, error) {
 	return false, nil
 }
 
-// mustStop reports whether the page ends before examining key: it is full, or (once the page
-// has made progress) the budget is spent or fault injection forces a continuation.
-func (s *scanner) mustStop(key []byte) bool {
+// mustStop says why the page ends before examining the next key, PageEndResults if it goes
+// on: it is full, or (once the page has made progress) fault injection forces a continuation
+// or the budget is spent.
+func (s *scanner) mustStop() PageEnd {
 	if s.full {
-		return true
+		return s.p.full
 	}
 	n := s.page.Plan.Scanned
-	return n > 0 && (s.service.MustEndPage(n) || s.expired())
+	switch {
+	case n == 0:
+		return PageEndResults
+	case s.service.MustEndPage(n):
+		return PageEndForced
+	case s.expired():
+		return PageEndBudget
+	}
+	return PageEndResults
 }
 
 // expired reports whether the page has used up its execution budget.

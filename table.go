@@ -72,13 +72,9 @@ func (t *Table) Get(ctx context.Context, partitionKey, rowKey string, selected .
 	}
 	var keep func(string) bool
 	if len(selected) > 0 {
-		keep = func(name string) bool {
-			for _, s := range selected {
-				if s == name {
-					return true
-				}
-			}
-			return false
+		var err error
+		if keep, err = selectFilter(selected); err != nil {
+			return Entity{}, err
 		}
 	}
 	var e Entity

@@ -245,11 +245,9 @@ func (c *call) queryEntities(table string) {
 		b = append(b, ',')
 	}
 	b = append(b, `"value":[`...)
-	for i := range page.Entities {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = w.appendEntity(b, &page.Entities[i], false)
+	b, gone := w.appendEntities(c.r.Context(), b, page.Entities)
+	if gone != nil {
+		return // the client went away; there is no one to answer
 	}
 	b = append(b, "]}"...)
 	noteEntities(c.w, len(page.Entities))
@@ -477,16 +475,28 @@ func preference(r *http.Request) string {
 	return ""
 }
 
-// selectList splits $select; nil when there is none.
+// selectList splits $select, once per request, into its distinct names in their first
+// order; nil when there is none. Deduplicated here, a name is looked for once per entity
+// however often a client lists it; past tabula.MaxSelect distinct names, which the engine
+// refuses, the rest is not read.
 func selectList(s string) []string {
 	if strings.TrimSpace(s) == "" {
 		return nil
 	}
 	names := strings.Split(s, ",")
-	for i := range names {
-		names[i] = strings.TrimSpace(names[i])
+	seen := make(map[string]struct{}, min(len(names), tabula.MaxSelect+1))
+	distinct := names[:0]
+	for _, n := range names {
+		n = strings.TrimSpace(n)
+		if _, dup := seen[n]; !dup {
+			seen[n] = struct{}{}
+			distinct = append(distinct, n)
+			if len(distinct) > tabula.MaxSelect {
+				break // one too many is enough for the engine to refuse the list
+			}
+		}
 	}
-	return names
+	return distinct
 }
 
 // parseTop reads $top: absent means the service's maximum, otherwise 1 to 1000.

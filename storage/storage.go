@@ -22,6 +22,11 @@ type Options struct {
 	InMemory bool
 	// SyncWrites makes every commit wait for an fsync of the value log.
 	SyncWrites bool
+	// FreeSpace reports the bytes free on Dir's disk; nil asks the file system (see
+	// space.go). Reserve is the free space below which writes are refused; 0 means
+	// DefaultReserve.
+	FreeSpace func() (uint64, error)
+	Reserve   uint64
 }
 
 // valueThreshold is the value size from which Badger keeps a value in its value log, with only
@@ -55,6 +60,7 @@ var ErrContention = errors.New("storage: transaction kept conflicting with concu
 type DB struct {
 	bdb      *badger.DB
 	inMemory bool
+	space    *space
 }
 
 // Open opens (creating if needed) the store described by o.
@@ -69,11 +75,16 @@ func Open(o Options) (*DB, error) {
 	if !o.InMemory {
 		bo = bo.WithValueThreshold(valueThreshold)
 	}
-	bdb, err := badger.Open(bo)
+	sp := newSpace(o)
+	readOnly := sp.openReadOnly()
+	bdb, err := badger.Open(bo.WithReadOnly(readOnly))
 	if err != nil {
+		if readOnly {
+			return nil, fmt.Errorf("%w, and opening it read-only failed: %v", sp.readOnly, err)
+		}
 		return nil, fmt.Errorf("storage: open %q: %w", o.Dir, err)
 	}
-	return &DB{bdb: bdb, inMemory: o.InMemory}, nil
+	return &DB{bdb: bdb, inMemory: o.InMemory, space: sp}, nil
 }
 
 // Close flushes and closes the store.
@@ -95,6 +106,9 @@ func (d *DB) View(fn func(*Txn) error) error {
 // transaction that a re-run would duplicate. An error returned by fn discards the
 // transaction and is returned unchanged.
 func (d *DB) Update(fn func(*Txn) error) error {
+	if err := d.space.full(); err != nil {
+		return err
+	}
 	for range MaxConflictRetries {
 		err := d.bdb.Update(func(t *badger.Txn) error { return fn(&Txn{t: t, db: d}) })
 		if errors.Is(err, badger.ErrTxnTooBig) {

@@ -1,0 +1,94 @@
+package storage
+
+import (
+	"fmt"
+)
+
+// Badger writes its logs and tables through memory-mapped files, which it grows sparsely: on
+// a full file system a write into such a page is not an error but a SIGBUS that kills the
+// process, mid-commit or inside a background flush or compaction. The store therefore never
+// lets the disk get that full. Before each commit it asks the file system how much space is
+// free and refuses the write (ErrDiskFull) when less than a reserve remains, while reads go
+// on; and it opens a directory whose disk is already that full read-only, so that its data
+// can still be read.
+
+// DefaultReserve is the free space the store keeps for Badger. Its writes land first in
+// memtable logs; up to five memtables of 64 MiB may wait to be flushed into tables of about
+// their size before their logs are deleted, and a compaction writes its new tables before it
+// deletes the old. Each commit is checked against the reserve, so only what is already
+// committed (a transaction is at most a few MiB) can be in that background work.
+const DefaultReserve = 512 << 20
+
+// DiskFullError reports that a directory's disk has less free space than the store keeps in
+// reserve. ErrDiskFull matches it with errors.Is.
+type DiskFullError struct {
+	Dir           string
+	Free, Reserve uint64
+	// ReadOnly is set when the store was opened read-only for lack of space.
+	ReadOnly bool
+}
+
+func (e *DiskFullError) Error() string {
+	if e.ReadOnly {
+		return fmt.Sprintf("storage: the disk of %q had %d bytes free when the store was opened, less than the %d it keeps in reserve, so it was opened read-only; free space and open it again to write",
+			e.Dir, e.Free, e.Reserve)
+	}
+	return fmt.Sprintf("storage: the disk of %q has %d bytes free, less than the %d the store keeps in reserve; writes are refused until space is freed",
+		e.Dir, e.Free, e.Reserve)
+}
+
+// Is makes errors.Is(err, ErrDiskFull) true for every DiskFullError.
+func (e *DiskFullError) Is(target error) bool { return target == ErrDiskFull }
+
+// ErrDiskFull is matched by every DiskFullError.
+var ErrDiskFull = &DiskFullError{}
+
+// space watches the free space of a store's directory.
+type space struct {
+	dir     string
+	free    func() (uint64, error) // nil: not watched (in memory, or no way to ask)
+	reserve uint64
+	// readOnly is set when the store was opened read-only for lack of space; every write
+	// gets it.
+	readOnly *DiskFullError
+}
+
+func newSpace(o Options) *space {
+	s := &space{dir: o.Dir, free: o.FreeSpace, reserve: o.Reserve}
+	if o.InMemory {
+		s.free = nil
+	} else if s.free == nil {
+		s.free = freeSpaceOf(o.Dir)
+	}
+	if s.reserve == 0 {
+		s.reserve = DefaultReserve
+	}
+	return s
+}
+
+// full returns a DiskFullError when the disk has less free space than the reserve. A file
+// system that cannot say how much is free is not watched: the write goes ahead.
+func (s *space) full() error {
+	if s.readOnly != nil {
+		return s.readOnly
+	}
+	if s.free == nil {
+		return nil
+	}
+	free, err := s.free()
+	if err != nil || free >= s.reserve {
+		return nil
+	}
+	return &DiskFullError{Dir: s.dir, Free: free, Reserve: s.reserve}
+}
+
+// openReadOnly reports, before Badger opens the directory, whether it must open read-only
+// because the disk is already full; from then on every write is refused.
+func (s *space) openReadOnly() bool {
+	if err := s.full(); err != nil {
+		s.readOnly = err.(*DiskFullError)
+		s.readOnly.ReadOnly = true
+		return true
+	}
+	return false
+}
