@@ -60,8 +60,8 @@ type Options struct {
 	BoundaryContinuations bool
 }
 
-// DB is an open Tabula database: a set of tables in one Badger store. It is safe for
-// concurrent use; every operation is atomic.
+// DB is an open Tabula database: a set of tables in one store (Badger on disk, an ordered
+// tree in memory). It is safe for concurrent use; every operation is atomic.
 type DB struct {
 	store *storage.DB
 	clock func() time.Time
