@@ -91,7 +91,9 @@ func (m *memDB) view(d *DB, fn func(*Txn) error) error {
 	if m.closed.Load() {
 		return errClosed
 	}
-	return fn(&Txn{m: &memTxn{db: m, base: m.cur.Load()}, db: d})
+	// A reader keeps only the tree: holding the snapshot would keep alive every commit
+	// made while it runs.
+	return fn(&Txn{m: &memTxn{db: m, start: m.cur.Load().tree}, db: d})
 }
 
 func (m *memDB) update(d *DB, fn func(*Txn) error) error {
@@ -99,7 +101,8 @@ func (m *memDB) update(d *DB, fn func(*Txn) error) error {
 		if m.closed.Load() {
 			return errClosed
 		}
-		t := &memTxn{db: m, base: m.cur.Load(), update: true}
+		base := m.cur.Load()
+		t := &memTxn{db: m, start: base.tree, base: base, update: true}
 		if err := fn(&Txn{m: t, db: d}); err != nil {
 			return err
 		}
@@ -115,9 +118,11 @@ func (m *memDB) update(d *DB, fn func(*Txn) error) error {
 
 // memTxn is a transaction on the in-memory engine.
 type memTxn struct {
-	db   *memDB
-	base *memSnapshot
-	// work is base's tree with this transaction's writes; nil until the first write.
+	db *memDB
+	// start is the tree the transaction began on; base, its snapshot, for read-write ones.
+	start *memTree
+	base  *memSnapshot
+	// work is start with this transaction's writes; nil until the first write.
 	work *memTree
 	// writes are this transaction's writes in order, to replay onto a newer tree.
 	writes []*memEntry
@@ -142,7 +147,7 @@ func (t *memTxn) tree() *memTree {
 	if t.work != nil {
 		return t.work
 	}
-	return t.base.tree
+	return t.start
 }
 
 func (t *memTxn) get(key []byte, fn func([]byte) error) (bool, error) {
@@ -168,7 +173,7 @@ func (t *memTxn) writable() error {
 	}
 	if t.work == nil {
 		t.db.mu.Lock()
-		t.work = t.base.tree.Clone()
+		t.work = t.start.Clone()
 		t.db.mu.Unlock()
 	}
 	return nil
