@@ -71,8 +71,8 @@ type Options struct {
 	BoundaryContinuations bool
 }
 
-// DB is an open Tabula database: a set of tables in one Badger store. It is safe for
-// concurrent use; every operation is atomic.
+// DB is an open Tabula database: a set of tables in one store (Badger on disk, an ordered
+// tree in memory). It is safe for concurrent use; every operation is atomic.
 type DB struct {
 	store *storage.DB
 	clock func() time.Time
@@ -123,13 +123,11 @@ func Open(dir string, opts *Options) (*DB, error) {
 }
 
 // OpenInMemory opens an empty database that lives in memory and vanishes on Close: the
-// fast, disposable kind that tests want.
-//
-// One limit differs from a database on disk, because Badger keeps no value log in memory: a
-// transaction may store at most about 9.6 MB and one entity at most 1 MiB once encoded. Only
-// transactions that merge into many large entities, or entities near the 1 MiB limit made
-// mostly of non-ASCII text (stored as UTF-8, counted by the service as UTF-16), reach them;
-// they fail with ErrInternal. Use Open on a temporary directory for those.
+// fast, disposable kind that tests want, one per test if they like. Opening one allocates a
+// few kilobytes and takes microseconds; its memory grows with the data it holds and nothing
+// else. It holds everything a database on disk holds (entities of 1 MiB in any script,
+// transactions of 100 actions up to 4 MiB, tables as large as memory allows) with the same
+// atomic, serializable operations.
 func OpenInMemory(opts *Options) (*DB, error) {
 	return open(storage.Options{InMemory: true}, opts)
 }
@@ -333,8 +331,8 @@ func storageError(err error) error {
 	case errors.Is(err, storage.ErrContention):
 		return ErrServerBusy.with("too many concurrent writers on the same entities; retry")
 	case errors.Is(err, storage.ErrTooLarge):
-		// The service would accept this; an in-memory store cannot hold it (see OpenInMemory).
-		return ErrInternal.with("the write is too large for an in-memory database (at most 1 MiB per encoded entity, about 9.6 MB per transaction); open the database on disk")
+		// The service would accept this; the store cannot commit it at once.
+		return ErrInternal.with("the write is too large for the store to commit at once")
 	default:
 		return ErrInternal.with("%v", err)
 	}

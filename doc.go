@@ -1,6 +1,6 @@
 // Package tabula is an embeddable, single-process table engine that behaves like the Azure
 // Table storage service: the same data model, limits, error codes, ETags and ordering, kept
-// in Badger on disk or in memory.
+// in Badger on disk or in an ordered tree in memory.
 //
 // Use it as a fast, faithful fake of Azure Tables in unit tests, or point `go test -bench` at
 // a partition-key design to learn what it costs before it ships.

@@ -70,7 +70,7 @@ func openTestDB(t *testing.T, clock *fakeClock) *DB {
 	if clock != nil {
 		opts.Clock = clock.Now
 	}
-	db, err := OpenInMemory(opts)
+	db, err := openForTest(t, opts) // in memory unless bothStores says disk
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, db.Close()) })
 	return db

@@ -129,6 +129,9 @@ func codeOf(err error) string {
 }
 
 func TestReferenceModel(t *testing.T) {
+	if bothStores(t, TestReferenceModel) {
+		return
+	}
 	seeds := make([]uint64, *modelSeeds)
 	for i := range seeds {
 		seeds[i] = uint64(i + 1)

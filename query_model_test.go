@@ -193,6 +193,9 @@ func position(pk, rk string) []byte {
 }
 
 func TestQueryDifferential(t *testing.T) {
+	if bothStores(t, TestQueryDifferential) {
+		return
+	}
 	seeds := make([]uint64, *modelSeeds*2)
 	for i := range seeds {
 		seeds[i] = uint64(i + 1)
@@ -209,7 +212,7 @@ func runQueryModel(t *testing.T, seed uint64) {
 	ctx := context.Background()
 	r := rand.New(rand.NewPCG(seed, 99))
 	clock := &steppingClock{now: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)}
-	db, err := OpenInMemory(&Options{Clock: clock.Now})
+	db, err := openForTest(t, &Options{Clock: clock.Now})
 	require.NoError(t, err)
 	defer db.Close()
 	tbl := createTable(t, db, "Data")

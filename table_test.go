@@ -299,6 +299,9 @@ func TestTimestampsIncreaseAcrossRestart(t *testing.T) {
 // 16 goroutines each add 500 to a counter with read, then update If-Match, retrying when
 // another got there first. Nothing is lost and nothing counted twice.
 func TestConcurrentConditionalIncrements(t *testing.T) {
+	if bothStores(t, TestConcurrentConditionalIncrements) {
+		return
+	}
 	ctx := context.Background()
 	tbl := createTable(t, openTestDB(t, nil), "Counter")
 	_, err := tbl.Insert(ctx, Entity{PartitionKey: "c", RowKey: "c", Properties: Properties{"N": Int64(0)}})
@@ -466,6 +469,9 @@ func countKeys(t *testing.T, dir string, lower, upper []byte) int {
 // left behind in storage (a write that slipped in after its table's data was dropped would
 // stay there forever, unreachable).
 func TestDeleteTableRacesOperations(t *testing.T) {
+	if bothStores(t, TestDeleteTableRacesOperations) {
+		return
+	}
 	ctx := context.Background()
 	db := openTestDB(t, nil)
 	createTable(t, db, "Churn")

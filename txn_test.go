@@ -407,6 +407,9 @@ func TestTransactionPayloadLimit(t *testing.T) {
 // transaction of two Updates under If-Match, retrying when another transfer got there
 // first. A reader summing every balance in one snapshot always sees the same total.
 func TestTransactionBank(t *testing.T) {
+	if bothStores(t, TestTransactionBank) {
+		return
+	}
 	ctx := context.Background()
 	tbl := createTable(t, openTestDB(t, nil), "Bank")
 	const (

@@ -55,7 +55,8 @@ func (e sdkEnv) table(t *testing.T, name string) *aztables.Client {
 	return c
 }
 
-// forEachTransport runs f against a fresh server over loopback HTTP and in process.
+// forEachTransport runs f against a fresh server over loopback HTTP and in process, both
+// in memory, and in process on disk.
 // Retries are off so that an expected 5xx surfaces at once.
 func forEachTransport(t *testing.T, dbOpts *tabula.Options, f func(t *testing.T, env sdkEnv)) {
 	t.Run("loopback", func(t *testing.T) {
@@ -65,6 +66,11 @@ func forEachTransport(t *testing.T, dbOpts *tabula.Options, f func(t *testing.T,
 	})
 	t.Run("inprocess", func(t *testing.T) {
 		srv := tabulatest.NewInProcess(t, dbOpts)
+		f(t, sdkEnv{srv: srv, opts: &aztables.ClientOptions{ClientOptions: azcore.ClientOptions{
+			Transport: srv.Transport(), Retry: policy.RetryOptions{MaxRetries: -1}}}})
+	})
+	t.Run("disk", func(t *testing.T) {
+		srv := onDiskServer(t, dbOpts)
 		f(t, sdkEnv{srv: srv, opts: &aztables.ClientOptions{ClientOptions: azcore.ClientOptions{
 			Transport: srv.Transport(), Retry: policy.RetryOptions{MaxRetries: -1}}}})
 	})

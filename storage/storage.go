@@ -1,7 +1,7 @@
-// Package storage keeps ordered keys and values in Badger: opening a directory or an in-memory
-// store, read and read-write transactions that hide Badger's conflict retries, streaming range
-// scans, and a key codec whose byte order is UTF-16 code-unit order. It knows nothing of tables
-// or entities.
+// Package storage keeps ordered keys and values: in Badger in a directory, or in an ordered
+// in-memory tree (memory.go) with the same transactions. It offers read and read-write
+// transactions that hide conflict retries, streaming range scans, and a key codec whose byte
+// order is UTF-16 code-unit order. It knows nothing of tables or entities.
 package storage
 
 import (
@@ -18,7 +18,9 @@ import (
 type Options struct {
 	// Dir is the directory holding the data; ignored when InMemory is set.
 	Dir string
-	// InMemory keeps everything in memory; nothing survives Close.
+	// InMemory keeps everything in memory, in a store sized for tests (see memory.go):
+	// opening one costs a few hundred bytes, and it holds values and transactions of any
+	// size. Nothing survives Close.
 	InMemory bool
 	// SyncWrites makes every commit wait for an fsync of the value log.
 	SyncWrites bool
@@ -34,19 +36,11 @@ type Options struct {
 // memtable (about 9.6 MB); with values this large moved out, even 100 writes of values up to
 // the threshold (6.4 MB) fit, while small values, the common case, stay in the LSM tree where
 // reads and scans are fastest.
-//
-// In memory there is no value log: every value lives in the LSM tree, so a value may not
-// exceed MaxInMemoryValue and a transaction may not write more than about 9.6 MB. Both are
-// reported as ErrTooLarge.
 const valueThreshold = 64 << 10
 
-// MaxInMemoryValue is the largest value an in-memory store accepts: below Badger's value
-// threshold, which in memory it must never reach.
-const MaxInMemoryValue = 1<<20 - 1
-
-// ErrTooLarge reports a value or transaction larger than the store can hold (see
-// valueThreshold); only in-memory stores have limits a table's data can reach.
-var ErrTooLarge = errors.New("storage: value or transaction too large for an in-memory store")
+// ErrTooLarge reports a transaction larger than Badger can commit at once (see
+// valueThreshold); a table's data does not reach it.
+var ErrTooLarge = errors.New("storage: transaction too large for the store")
 
 // MaxConflictRetries bounds how often Update re-runs a closure whose transaction lost a
 // conflict. Each lost conflict means another writer committed, so the bound is only reached
@@ -58,23 +52,21 @@ var ErrContention = errors.New("storage: transaction kept conflicting with concu
 
 // DB is an open store. It is safe for concurrent use.
 type DB struct {
-	bdb      *badger.DB
-	inMemory bool
-	space    *space
+	bdb   *badger.DB
+	mem   *memDB // the in-memory engine, instead of bdb
+	space *space // free-space watch of the Badger directory
 }
 
 // Open opens (creating if needed) the store described by o.
 func Open(o Options) (*DB, error) {
-	bo := badger.DefaultOptions(o.Dir)
 	if o.InMemory {
-		bo = badger.DefaultOptions("").WithInMemory(true)
+		return &DB{mem: openMemory()}, nil
 	}
+	bo := badger.DefaultOptions(o.Dir)
 	bo = bo.WithSyncWrites(o.SyncWrites).
 		WithLoggingLevel(badger.WARNING).
 		WithMetricsEnabled(false)
-	if !o.InMemory {
-		bo = bo.WithValueThreshold(valueThreshold)
-	}
+	bo = bo.WithValueThreshold(valueThreshold)
 	sp := newSpace(o)
 	readOnly := sp.openReadOnly()
 	bdb, err := badger.Open(bo.WithReadOnly(readOnly))
@@ -84,11 +76,15 @@ func Open(o Options) (*DB, error) {
 		}
 		return nil, fmt.Errorf("storage: open %q: %w", o.Dir, err)
 	}
-	return &DB{bdb: bdb, inMemory: o.InMemory, space: sp}, nil
+	return &DB{bdb: bdb, space: sp}, nil
 }
 
 // Close flushes and closes the store.
 func (d *DB) Close() error {
+	if d.mem != nil {
+		d.mem.close()
+		return nil
+	}
 	if err := d.bdb.Close(); err != nil {
 		return fmt.Errorf("storage: close: %w", err)
 	}
@@ -97,6 +93,9 @@ func (d *DB) Close() error {
 
 // View runs fn in a read-only snapshot.
 func (d *DB) View(fn func(*Txn) error) error {
+	if d.mem != nil {
+		return d.mem.view(d, fn)
+	}
 	return d.bdb.View(func(t *badger.Txn) error { return fn(&Txn{t: t, db: d}) })
 }
 
@@ -106,6 +105,9 @@ func (d *DB) View(fn func(*Txn) error) error {
 // transaction that a re-run would duplicate. An error returned by fn discards the
 // transaction and is returned unchanged.
 func (d *DB) Update(fn func(*Txn) error) error {
+	if d.mem != nil {
+		return d.mem.update(d, fn)
+	}
 	if err := d.space.full(); err != nil {
 		return err
 	}
@@ -141,7 +143,7 @@ func (d *DB) DeleteRange(ctx context.Context, lower, upper []byte) error {
 			it := tx.Scan(lower, upper)
 			defer it.Close()
 			for len(keys) < deleteChunk && it.Next() {
-				keys = append(keys, it.item.KeyCopy(nil))
+				keys = append(keys, bytes.Clone(it.Key()))
 			}
 			return nil
 		})
@@ -166,11 +168,15 @@ func (d *DB) DeleteRange(ctx context.Context, lower, upper []byte) error {
 // Txn is a transaction passed to View or Update closures; it is valid only inside them.
 type Txn struct {
 	t  *badger.Txn
+	m  *memTxn // instead of t, in memory
 	db *DB
 }
 
 // Get looks key up and, when present, calls fn with its value, which is valid only during fn.
 func (t *Txn) Get(key []byte, fn func(value []byte) error) (found bool, err error) {
+	if t.m != nil {
+		return t.m.get(key, fn)
+	}
 	item, err := t.t.Get(key)
 	if errors.Is(err, badger.ErrKeyNotFound) {
 		return false, nil
@@ -186,8 +192,8 @@ func (t *Txn) Get(key []byte, fn func(value []byte) error) (found bool, err erro
 
 // Set writes value under key. Neither slice may change until the transaction ends.
 func (t *Txn) Set(key, value []byte) error {
-	if t.db.inMemory && len(value) > MaxInMemoryValue {
-		return ErrTooLarge
+	if t.m != nil {
+		return t.m.set(key, value)
 	}
 	err := t.t.Set(key, value)
 	if errors.Is(err, badger.ErrTxnTooBig) {
@@ -201,6 +207,9 @@ func (t *Txn) Set(key, value []byte) error {
 
 // Delete removes key; deleting an absent key is not an error.
 func (t *Txn) Delete(key []byte) error {
+	if t.m != nil {
+		return t.m.delete(key)
+	}
 	if err := t.t.Delete(key); err != nil {
 		return fmt.Errorf("storage: delete: %w", err)
 	}
@@ -210,6 +219,9 @@ func (t *Txn) Delete(key []byte) error {
 // Scan returns an iterator over the keys k with lower <= k < upper, in byte order. A nil upper
 // means no upper bound. Values are read only when asked for. Close it when done.
 func (t *Txn) Scan(lower, upper []byte) *Iterator {
+	if t.m != nil {
+		return &Iterator{m: t.m.scan(lower, upper)}
+	}
 	opts := badger.DefaultIteratorOptions
 	// Values are small and live in the LSM tree; prefetching them costs more than it saves.
 	opts.PrefetchValues = false
@@ -223,10 +235,14 @@ type Iterator struct {
 	lower, upper []byte
 	started      bool
 	item         *badger.Item
+	m            *memIter // instead of it, in memory
 }
 
 // Next advances to the next key in range and reports whether there is one.
 func (it *Iterator) Next() bool {
+	if it.m != nil {
+		return it.m.next()
+	}
 	if !it.started {
 		it.started = true
 		it.it.Seek(it.lower)
@@ -247,13 +263,29 @@ func (it *Iterator) Next() bool {
 }
 
 // Key returns the current key; it is valid until the next call to Next.
-func (it *Iterator) Key() []byte { return it.item.Key() }
+func (it *Iterator) Key() []byte {
+	if it.m != nil {
+		return it.m.cur.key
+	}
+	return it.item.Key()
+}
 
 // Value calls fn with the current value, which is valid only during fn.
-func (it *Iterator) Value(fn func(value []byte) error) error { return it.item.Value(fn) }
+func (it *Iterator) Value(fn func(value []byte) error) error {
+	if it.m != nil {
+		return fn(it.m.cur.value)
+	}
+	return it.item.Value(fn)
+}
 
 // Close releases the iterator.
-func (it *Iterator) Close() { it.it.Close() }
+func (it *Iterator) Close() {
+	if it.m != nil {
+		it.m.close()
+		return
+	}
+	it.it.Close()
+}
 
 // commonPrefix is the longest prefix shared by every key in [lower, upper), which lets Badger
 // skip tables that cannot hold the range.

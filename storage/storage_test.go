@@ -20,6 +20,20 @@ func openMem(t *testing.T) *DB {
 	return db
 }
 
+func openDisk(t *testing.T) *DB {
+	t.Helper()
+	db, err := Open(Options{Dir: t.TempDir()})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, db.Close()) })
+	return db
+}
+
+// eachEngine runs a test on a fresh store of each engine: in memory and Badger on disk.
+func eachEngine(t *testing.T, test func(t *testing.T, db *DB)) {
+	t.Run("memory", func(t *testing.T) { test(t, openMem(t)) })
+	t.Run("badger", func(t *testing.T) { test(t, openDisk(t)) })
+}
+
 func scanKeys(t *testing.T, db *DB, lower, upper []byte) []string {
 	t.Helper()
 	var keys []string
@@ -34,8 +48,9 @@ func scanKeys(t *testing.T, db *DB, lower, upper []byte) []string {
 	return keys
 }
 
-func TestScanIsOrderedAndBounded(t *testing.T) {
-	db := openMem(t)
+func TestScanIsOrderedAndBounded(t *testing.T) { eachEngine(t, testScanIsOrderedAndBounded) }
+
+func testScanIsOrderedAndBounded(t *testing.T, db *DB) {
 	require.NoError(t, db.Update(func(txn *Txn) error {
 		for _, k := range []string{"b2", "a", "b1", "c", "b"} {
 			if err := txn.Set([]byte(k), []byte("v"+k)); err != nil {
@@ -61,8 +76,9 @@ func TestScanIsOrderedAndBounded(t *testing.T) {
 	}))
 }
 
-func TestGetSetDelete(t *testing.T) {
-	db := openMem(t)
+func TestGetSetDelete(t *testing.T) { eachEngine(t, testGetSetDelete) }
+
+func testGetSetDelete(t *testing.T, db *DB) {
 	get := func(k string) (string, bool) {
 		var v string
 		var found bool
@@ -96,8 +112,9 @@ func TestGetSetDelete(t *testing.T) {
 
 // Concurrent read-modify-write closures never lose an increment: conflicts are retried by
 // re-running the closure on fresh data, and callers never see Badger's conflict error.
-func TestUpdateRetriesConflicts(t *testing.T) {
-	db := openMem(t)
+func TestUpdateRetriesConflicts(t *testing.T) { eachEngine(t, testUpdateRetriesConflicts) }
+
+func testUpdateRetriesConflicts(t *testing.T, db *DB) {
 	key := []byte("counter")
 	const workers, each = 8, 200
 	var wg sync.WaitGroup
@@ -124,8 +141,9 @@ func TestUpdateRetriesConflicts(t *testing.T) {
 	assert.Equal(t, uint64(workers*each), n)
 }
 
-func TestDeleteRange(t *testing.T) {
-	db := openMem(t)
+func TestDeleteRange(t *testing.T) { eachEngine(t, testDeleteRange) }
+
+func testDeleteRange(t *testing.T, db *DB) {
 	var want []string
 	require.NoError(t, db.Update(func(txn *Txn) error {
 		for i := range 2500 {
@@ -174,23 +192,8 @@ func TestReopenKeepsData(t *testing.T) {
 
 // A transaction of a hundred ~1 MiB values is far above Badger's in-LSM transaction limit, but
 // on disk large values live in the value log, so it commits; it reads back intact after a
-// reopen. In memory the same transaction is refused with ErrTooLarge, and so is a value over
-// MaxInMemoryValue.
-func TestLargeTransactions(t *testing.T) {
-	mem := openMem(t)
-	err := mem.Update(func(txn *Txn) error {
-		for i := range 100 {
-			if err := txn.Set([]byte(fmt.Sprintf("k%03d", i)), bytes.Repeat([]byte("v"), 900<<10)); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	assert.ErrorIs(t, err, ErrTooLarge)
-	err = mem.Update(func(txn *Txn) error { return txn.Set([]byte("k"), make([]byte, MaxInMemoryValue+1)) })
-	assert.ErrorIs(t, err, ErrTooLarge)
-	assert.NoError(t, mem.Update(func(txn *Txn) error { return txn.Set([]byte("k"), make([]byte, MaxInMemoryValue)) }))
-
+// reopen.
+func TestLargeTransactionOnDisk(t *testing.T) {
 	dir := t.TempDir()
 	db, err := Open(Options{Dir: dir})
 	require.NoError(t, err)

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"sync"
+	"sync/atomic"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
@@ -97,4 +99,56 @@ func ExampleServer_Transport() {
 	// 2 entities
 	// 2 entities
 	// 1 entities
+}
+
+// A server per test costs a few kilobytes and microseconds, so a suite can give every
+// parallel test its own, with nothing shared and nothing to clean up between tests. In a
+// test file that reads
+//
+//	func TestOrders(t *testing.T) {
+//		t.Parallel()
+//		srv := tabulatest.NewInProcess(t, nil)
+//		...
+//	}
+//
+// Here 100 such tests run at once, each creating the same table in its own server and
+// finding only its own entity there.
+func Example_parallelTests() {
+	ctx := context.Background()
+	var isolated atomic.Int64
+	var wg sync.WaitGroup
+	for test := range 100 {
+		wg.Go(func() {
+			srv, err := tabulatest.StartInProcess(nil)
+			if err != nil {
+				log.Fatal(err)
+			}
+			defer srv.Close()
+			opts := &aztables.ClientOptions{ClientOptions: policy.ClientOptions{Transport: srv.Transport()}}
+			svc, err := aztables.NewServiceClientFromConnectionString(srv.ConnectionString(), opts)
+			if err != nil {
+				log.Fatal(err)
+			}
+			orders := svc.NewClient("Orders")
+			if _, err := orders.CreateTable(ctx, nil); err != nil {
+				log.Fatal(err)
+			}
+			e, _ := json.Marshal(map[string]any{"PartitionKey": "test", "RowKey": fmt.Sprint(test)})
+			if _, err := orders.AddEntity(ctx, e, nil); err != nil {
+				log.Fatal(err)
+			}
+			page, err := orders.NewListEntitiesPager(nil).NextPage(ctx)
+			if err != nil {
+				log.Fatal(err)
+			}
+			var got struct{ RowKey string }
+			if len(page.Entities) == 1 && json.Unmarshal(page.Entities[0], &got) == nil && got.RowKey == fmt.Sprint(test) {
+				isolated.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	fmt.Println(isolated.Load(), "tests, each alone with its own server")
+	// Output:
+	// 100 tests, each alone with its own server
 }
