@@ -85,11 +85,16 @@ const (
 	PageEndRangeBoundary
 	// PageEndForced: fault injection forced a continuation (Options.Faults).
 	PageEndForced
+	// PageEndUnknown: the page was cut short for a reason its backend cannot see. A remote
+	// service's response does not say why a page short of Top and 1,000 entities carries a
+	// continuation (its time budget, a partition boundary); only the embedded engine knows.
+	PageEndUnknown
 )
 
 var pageEndNames = [...]string{
 	PageEndResults: "Results", PageEndTop: "Top", PageEndMaxEntities: "MaxEntities",
 	PageEndBudget: "Budget", PageEndRangeBoundary: "RangeBoundary", PageEndForced: "Forced",
+	PageEndUnknown: "Unknown",
 }
 
 func (e PageEnd) String() string {

@@ -190,7 +190,24 @@ func (t *Table) Query(ctx context.Context, q tabula.Query) (tabula.Page, error) 
 	if resp.NextRowKey != nil {
 		page.Continuation.NextRowKey = *resp.NextRowKey
 	}
+	page.End = pageEnd(q.Top, len(page.Entities), page.Continuation)
 	return page, nil
+}
+
+// pageEnd says why a page of n entities ended, as far as the response shows: a page without
+// a continuation is the last, and a full page ended on Top or on the service's 1,000; any
+// other cut (the service's time budget, a partition boundary) is not in the response.
+func pageEnd(top, n int, next tabula.Continuation) tabula.PageEnd {
+	switch {
+	case next.IsZero():
+		return tabula.PageEndResults
+	case top > 0 && top < tabula.MaxEntitiesPerPage && n == top:
+		return tabula.PageEndTop
+	case n == tabula.MaxEntitiesPerPage:
+		return tabula.PageEndMaxEntities
+	default:
+		return tabula.PageEndUnknown
+	}
 }
 
 // QueryAll iterates over every entity matching q (from q.Continuation on), following
