@@ -534,3 +534,39 @@ func TestJSONStringSizeAgreesWithSlowCount(t *testing.T) {
 		require.Equal(t, slow(string(b)), jsonStringSize(string(b)), "%q", b)
 	}
 }
+
+func TestRetrieveAction(t *testing.T) {
+	ctx := context.Background()
+	db, err := OpenInMemory(nil)
+	require.NoError(t, err)
+	defer db.Close()
+	tbl, err := db.CreateTable(ctx, "Retrieve")
+	require.NoError(t, err)
+	stored, err := tbl.Insert(ctx, Entity{PartitionKey: "p", RowKey: "r", Properties: Properties{"A": Int32(1), "B": String("b")}})
+	require.NoError(t, err)
+
+	res, err := tbl.SubmitTransaction(ctx, []Action{RetrieveAction("p", "r", "B")})
+	require.NoError(t, err)
+	require.Len(t, res, 1)
+	require.Equal(t, stored.ETag, res[0].ETag)
+	require.NotNil(t, res[0].Entity)
+	require.Equal(t, Properties{"B": String("b")}, res[0].Entity.Properties)
+
+	_, err = tbl.SubmitTransaction(ctx, []Action{RetrieveAction("p", "missing")})
+	var te *TransactionError
+	require.ErrorAs(t, err, &te)
+	require.Equal(t, 0, te.Index)
+	require.ErrorIs(t, err, ErrResourceNotFound)
+
+	// A Retrieve with anything else is refused at its index, and nothing is written.
+	_, err = tbl.SubmitTransaction(ctx, []Action{InsertAction(Entity{PartitionKey: "p", RowKey: "new"}), RetrieveAction("p", "r")})
+	require.ErrorAs(t, err, &te)
+	require.Equal(t, 1, te.Index)
+	require.ErrorIs(t, err, ErrInvalidInput)
+	_, err = tbl.Get(ctx, "p", "new")
+	require.ErrorIs(t, err, ErrResourceNotFound)
+
+	_, err = tbl.SubmitTransaction(ctx, []Action{{Kind: ActionRetrieve, Entity: Entity{PartitionKey: "p", RowKey: "r"}, IfMatch: AnyETag}})
+	require.ErrorIs(t, err, ErrInvalidInput)
+	require.Equal(t, "Retrieve", ActionRetrieve.String())
+}
