@@ -236,6 +236,7 @@ func TestGoldenServiceProperties(t *testing.T) {
 		`<StorageServiceProperties><Cors><CorsRule><AllowedOrigins>` + strings.Repeat("o", 257) + `</AllowedOrigins><AllowedMethods>GET</AllowedMethods><MaxAgeInSeconds>1</MaxAgeInSeconds></CorsRule></Cors></StorageServiceProperties>`,
 		`<StorageServiceProperties><Cors><CorsRule><AllowedOrigins>*</AllowedOrigins><AllowedMethods>GET</AllowedMethods><MaxAgeInSeconds>1</MaxAgeInSeconds><AllowedHeaders>a*,b*,c*</AllowedHeaders></CorsRule></Cors></StorageServiceProperties>`,
 		`<StorageServiceProperties><HourMetrics><Version>1.0</Version><Enabled>true</Enabled><RetentionPolicy><Enabled>false</Enabled></RetentionPolicy></HourMetrics></StorageServiceProperties>`,
+		`<StorageServiceProperties><Cors><CorsRule><AllowedOrigins>` + strings.Repeat("o,", 65) + `</AllowedOrigins><AllowedMethods>GET</AllowedMethods><MaxAgeInSeconds>1</MaxAgeInSeconds></CorsRule></Cors></StorageServiceProperties>`,
 	} {
 		wantError(t, put(bad), 400, "InvalidXmlNodeValue")
 	}

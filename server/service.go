@@ -94,6 +94,7 @@ type corsRule struct {
 // services" and "Set Table Service Properties".
 const (
 	maxCorsRules        = 5
+	maxCorsOrigins      = 64
 	maxCorsItemLength   = 256 // an origin, or an allowed or exposed header
 	maxCorsLiterals     = 64  // literal allowed (or exposed) headers in a rule
 	maxCorsPrefixed     = 2   // prefixed headers (x-ms-meta-*) in a rule
@@ -197,8 +198,8 @@ func (r *corsRule) check(i int) *tabula.Error {
 		return withDetail(errInvalidXMLNodeValue, "CorsRule "+strconv.Itoa(i)+": "+what)
 	}
 	origins := splitList(r.AllowedOrigins)
-	if len(origins) == 0 {
-		return bad("AllowedOrigins is empty")
+	if len(origins) == 0 || len(origins) > maxCorsOrigins {
+		return bad("AllowedOrigins must list 1 to 64 origins")
 	}
 	for _, o := range origins {
 		if len(o) > maxCorsItemLength {
