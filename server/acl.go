@@ -161,6 +161,9 @@ func (c *call) setTableACL(table string) {
 	c.noContent()
 }
 
+// bothSet is the detail the service gives a SAS that sets a field its policy sets too.
+const bothSet = "Access policy fields can be associated with signature or SAS identifier but not both"
+
 // applyPolicy completes a table SAS that names a stored access policy (si): the SAS takes
 // from the policy each of start, expiry and permissions that it does not set itself; both
 // setting one is refused, as is a policy that does not exist (or no longer does). It
@@ -180,19 +183,19 @@ func (c *call) applyPolicy(table, id, sp, st, se string) (perms, start, expiry s
 		perms, start, expiry = sp, st, se
 		if p.Permission != "" {
 			if sp != "" {
-				return "", "", "", "sp is set by both the SAS and policy " + id
+				return "", "", "", bothSet + " (sp, policy " + id + ")"
 			}
 			perms = p.Permission
 		}
 		if !p.Start.IsZero() {
 			if st != "" {
-				return "", "", "", "st is set by both the SAS and policy " + id
+				return "", "", "", bothSet + " (st, policy " + id + ")"
 			}
 			start = p.Start.UTC().Format(time.RFC3339Nano)
 		}
 		if !p.Expiry.IsZero() {
 			if se != "" {
-				return "", "", "", "se is set by both the SAS and policy " + id
+				return "", "", "", bothSet + " (se, policy " + id + ")"
 			}
 			expiry = p.Expiry.UTC().Format(time.RFC3339Nano)
 		}
