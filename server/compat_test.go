@@ -302,6 +302,12 @@ func TestGoldenCORS(t *testing.T) {
 	// the wildcard rule answers *; an origin no rule allows gets only Vary.
 	golden(t, "cors_actual_request", dump(t, h.do(request{method: "GET", target: "/devstoreaccount1/Cors()",
 		header: map[string]string{"Origin": "https://app.example"}})))
+	// A failure carries them too, so that the browser lets the page read it.
+	denied := h.do(request{method: "GET", target: "/devstoreaccount1/Cors()", unsigned: true, header: map[string]string{"Origin": "https://app.example"}})
+	wantError(t, denied, 403, "AuthenticationFailed")
+	if denied.Header.Get("Access-Control-Allow-Origin") != "https://app.example" || !strings.Contains(denied.Header.Get("Access-Control-Expose-Headers"), "x-ms-error-code") {
+		t.Fatalf("a failed request from an allowed origin got %v", denied.Header)
+	}
 	wildcard := h.do(request{method: "GET", target: "/devstoreaccount1/Cors()", header: map[string]string{"Origin": "https://evil.example"}})
 	mustStatus(t, wildcard, 200)
 	if got := wildcard.Header.Get("Access-Control-Allow-Origin"); got != "*" {

@@ -170,6 +170,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.preflight() // CORS preflights carry no credentials (see cors.go)
 		return
 	}
+	c.corsHeaders() // on failures too, so that a browser can read them
 	g, aerr := s.authenticate(c, rawPath)
 	if aerr == nil && g == nil {
 		// A SAS request runs at its signed version (sv); the header matters otherwise.
@@ -180,7 +181,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.grant = g
-	c.corsHeaders()
 	res, rerr := parseResource(rest)
 	if rerr != nil {
 		c.fail(rerr)
