@@ -65,6 +65,13 @@ func validateTableName(name string) error {
 
 // CreateTable creates a table. A table of the same name in any letter case must not exist.
 func (db *DB) CreateTable(ctx context.Context, name string) (*Table, error) {
+	return db.Namespace("").CreateTable(ctx, name)
+}
+
+// CreateTable creates a table in the namespace. A table of the same name in any letter case
+// must not exist in it; other namespaces do not matter.
+func (n *Namespace) CreateTable(ctx context.Context, name string) (*Table, error) {
+	db := n.db
 	if err := validateTableName(name); err != nil {
 		return nil, err
 	}
@@ -72,7 +79,7 @@ func (db *DB) CreateTable(ctx context.Context, name string) (*Table, error) {
 		return nil, err
 	}
 	err := db.update(ctx, func(tx *storage.Txn) error {
-		key := tableKey(name)
+		key := catalogKey(n.name, name)
 		found, err := tx.Get(key, nil)
 		if err != nil {
 			return err
@@ -100,26 +107,36 @@ func (db *DB) CreateTable(ctx context.Context, name string) (*Table, error) {
 	if err != nil {
 		return nil, err
 	}
-	return db.Table(name), nil
+	return n.Table(name), nil
 }
 
 // DeleteTable deletes a table and all its entities. A missing table gives ResourceNotFound,
 // as on the service. The name is free again at once, and a table created under it starts
 // empty; the old data is dropped in the background.
 func (db *DB) DeleteTable(ctx context.Context, name string) error {
+	return db.Namespace("").DeleteTable(ctx, name)
+}
+
+// DeleteTable deletes a table of the namespace and all its entities and access policies, as
+// DB.DeleteTable does.
+func (n *Namespace) DeleteTable(ctx context.Context, name string) error {
+	db := n.db
 	if err := admit(db.service.AdmitTableOp(partition.KindDeleteTable), "delete table"); err != nil {
 		return err
 	}
 	var rec tableRecord
 	err := db.update(ctx, func(tx *storage.Txn) (err error) {
-		rec, err = lookupTable(tx, name)
+		rec, err = lookupTableIn(tx, n.name, name)
 		if err != nil {
 			if errors.Is(err, ErrTableNotFound) {
 				return ErrResourceNotFound.with("table %q does not exist", name)
 			}
 			return err
 		}
-		if err := tx.Delete(tableKey(name)); err != nil {
+		if err := tx.Delete(catalogKey(n.name, name)); err != nil {
+			return err
+		}
+		if err := tx.Delete(aclKey(rec.ID)); err != nil {
 			return err
 		}
 		return tx.Set(dropKey(rec.ID), nil)
@@ -127,8 +144,8 @@ func (db *DB) DeleteTable(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	db.forget(name)
-	db.service.DropTable(rec.Name)
+	db.forget(n.name, name)
+	db.service.DropTable(serviceTableName(n.name, rec.Name))
 	db.dropInBackground(rec.ID)
 	return nil
 }
@@ -167,11 +184,16 @@ func (db *DB) resumeDrops() error {
 // lookupTable reads a table's catalog entry inside tx, so that the operation conflicts with
 // (and is ordered against) a concurrent DeleteTable.
 func lookupTable(tx *storage.Txn, name string) (tableRecord, error) {
+	return lookupTableIn(tx, "", name)
+}
+
+// lookupTableIn is lookupTable in the namespace called ns.
+func lookupTableIn(tx *storage.Txn, ns, name string) (tableRecord, error) {
 	var rec tableRecord
 	if validateTableName(name) != nil {
 		return rec, ErrTableNotFound.with("table %q does not exist", name)
 	}
-	found, err := tx.Get(tableKey(name), func(v []byte) (err error) {
+	found, err := tx.Get(catalogKey(ns, name), func(v []byte) (err error) {
 		rec, err = decodeTableRecord(v)
 		return err
 	})
@@ -207,6 +229,12 @@ type TablePage struct {
 
 // ListTables returns one page of tables in name order (names compared case-insensitively).
 func (db *DB) ListTables(ctx context.Context, q TableQuery) (TablePage, error) {
+	return db.Namespace("").ListTables(ctx, q)
+}
+
+// ListTables returns one page of the namespace's tables, as DB.ListTables does.
+func (n *Namespace) ListTables(ctx context.Context, q TableQuery) (TablePage, error) {
+	db := n.db
 	top := q.Top
 	if top < 0 || top > MaxTablesPerPage {
 		return TablePage{}, ErrInvalidInput.with("top is %d; it must be 1 to %d", top, MaxTablesPerPage)
@@ -222,13 +250,13 @@ func (db *DB) ListTables(ctx context.Context, q TableQuery) (TablePage, error) {
 		return TablePage{}, err
 	}
 	pred := odata.Compile(expr)
-	lower := []byte{prefixTable}
+	lower, upper := catalogBounds(n.name)
 	if q.NextTableName != "" {
-		lower = tableKey(q.NextTableName)
+		lower = catalogKey(n.name, q.NextTableName)
 	}
 	var page TablePage
 	err = db.view(ctx, func(tx *storage.Txn) error {
-		it := tx.Scan(lower, []byte{prefixTable + 1})
+		it := tx.Scan(lower, upper)
 		defer it.Close()
 		for it.Next() {
 			var rec tableRecord
@@ -264,10 +292,15 @@ func (r tableNameRecord) Property(name string) (odata.Value, bool) {
 // Tables iterates over the tables a filter selects (every table when it is empty), in name
 // order, following NextTableName.
 func (db *DB) Tables(ctx context.Context, filter string) iter.Seq2[TableInfo, error] {
+	return db.Namespace("").Tables(ctx, filter)
+}
+
+// Tables iterates over the namespace's tables, as DB.Tables does.
+func (n *Namespace) Tables(ctx context.Context, filter string) iter.Seq2[TableInfo, error] {
 	return func(yield func(TableInfo, error) bool) {
 		q := TableQuery{Filter: filter}
 		for {
-			page, err := db.ListTables(ctx, q)
+			page, err := n.ListTables(ctx, q)
 			if err != nil {
 				yield(TableInfo{}, err)
 				return

@@ -77,6 +77,15 @@
 // `tabula serve` (cmd/tabula) runs it on 127.0.0.1:10002 like the storage emulators, and
 // package tabulatest starts one inside a Go test, over loopback or with no socket at all.
 //
+// # Namespaces
+//
+// A DB holds one set of tables by default. DB.Namespace gives others in the same DB, each
+// with its own table names, as each storage account has on the service; the REST front end
+// serves every account but the first from one. A namespace also keeps what the service
+// keeps per account and per table beyond data: the service properties document
+// (Namespace.SetServiceProperties) and tables' stored access policies
+// (Table.SetAccessPolicies).
+//
 // # Errors
 //
 // Errors are *Error values carrying the service's error code and HTTP status; compare them

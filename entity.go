@@ -425,12 +425,31 @@ func (e ETag) ticks() (int64, error) {
 }
 
 // check reports whether e is usable as an If-Match condition.
+//
+// Any well-formed entity tag (W/"…" or "…", RFC 7232) is usable: one that Tabula did not
+// make, such as W/"wrong", matches no version, so the write fails with
+// UpdateConditionNotSatisfied, as on the service. Only a value that is not an entity tag at
+// all is InvalidInput.
 func (e ETag) check() error {
-	if e == "" || e == AnyETag {
+	if e == "" || e == AnyETag || isEntityTag(string(e)) {
 		return nil
 	}
-	_, err := e.ticks()
-	return err
+	return ErrInvalidInput.with("etag %q is neither * nor an entity tag such as W/\"datetime'…'\"", string(e))
+}
+
+// isEntityTag reports whether s is an entity-tag of RFC 7232: an optional W/, then a quoted
+// string of visible characters other than '"'.
+func isEntityTag(s string) bool {
+	s = strings.TrimPrefix(s, "W/")
+	if len(s) < 2 || s[0] != '"' || s[len(s)-1] != '"' {
+		return false
+	}
+	for _, c := range []byte(s[1 : len(s)-1]) {
+		if c == '"' || c < 0x21 || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // matches reports whether the If-Match condition e, which passed check, accepts the version

@@ -201,8 +201,13 @@ func TestETagFormat(t *testing.T) {
 	ticks, err := ETag(`W/"datetime'2022-03-01T20:40:24.4317535Z'"`).ticks()
 	require.NoError(t, err)
 	assert.Equal(t, ticksOf(ts), ticks, "a colon instead of %%3A is accepted")
-	for _, bad := range []ETag{`"x"`, `W/"datetime'nope'"`, `W/"datetime'2022-03-01T20%3A40%3A24Z'`, `datetime'2022-03-01T20:40:24Z'`} {
+	for _, bad := range []ETag{`W/"datetime'2022-03-01T20%3A40%3A24Z'`, `datetime'2022-03-01T20:40:24Z'`, `W/x`, `"a"b"`, `"a b"`} {
 		assert.ErrorIs(t, bad.check(), ErrInvalidInput, "%s", bad)
+	}
+	// Well-formed entity tags that Tabula never made are usable conditions matching nothing.
+	for _, foreign := range []ETag{`"x"`, `W/"datetime'nope'"`, `W/"wrong"`} {
+		assert.NoError(t, foreign.check(), "%s", foreign)
+		assert.False(t, foreign.matches(ticksOf(ts)), "%s", foreign)
 	}
 	assert.NoError(t, AnyETag.check())
 	assert.NoError(t, ETag("").check())

@@ -29,7 +29,7 @@ type openTable struct {
 	mu      sync.RWMutex // read-locked by writes; DeleteTable waits on it before dropping data
 }
 
-// openTables maps lower-case table names to their openTable.
+// openTables maps lower-case table names (see openKey) to their openTable.
 type openTables struct {
 	m sync.Map // string → *openTable
 	// mu and gen keep a resolution that raced a DeleteTable from caching the table it
@@ -43,7 +43,7 @@ func (t *Table) resolve(ctx context.Context) (*openTable, error) {
 	if ot := t.open.Load(); ot != nil && !ot.dropped.Load() {
 		return ot, nil
 	}
-	ot, err := t.db.resolve(ctx, t.name)
+	ot, err := t.db.resolve(ctx, t.ns, t.name)
 	if err == nil {
 		t.open.Store(ot)
 	}
@@ -80,11 +80,11 @@ func (t *Table) read(ctx context.Context, fn func(ot *openTable) error) error {
 	}
 }
 
-func (db *DB) resolve(ctx context.Context, name string) (*openTable, error) {
+func (db *DB) resolve(ctx context.Context, ns, name string) (*openTable, error) {
 	if validateTableName(name) != nil {
 		return nil, ErrTableNotFound.with("table %q does not exist", name)
 	}
-	key := strings.ToLower(name)
+	key := openKey(ns, name)
 	for {
 		if v, ok := db.open.m.Load(key); ok {
 			if ot := v.(*openTable); !ot.dropped.Load() {
@@ -98,7 +98,7 @@ func (db *DB) resolve(ctx context.Context, name string) (*openTable, error) {
 			stored []storedPartition
 		)
 		err := db.view(ctx, func(tx *storage.Txn) (err error) {
-			if rec, err = lookupTable(tx, name); err != nil {
+			if rec, err = lookupTableIn(tx, ns, name); err != nil {
 				return err
 			}
 			// In the same snapshot: no write reaches the table before it is cached.
@@ -110,7 +110,7 @@ func (db *DB) resolve(ctx context.Context, name string) (*openTable, error) {
 		}
 		db.open.mu.Lock()
 		if db.open.gen.Load() == gen {
-			ot := &openTable{rec: rec, service: db.service.Table(rec.Name)}
+			ot := &openTable{rec: rec, service: db.service.Table(serviceTableName(ns, rec.Name))}
 			if _, loaded := db.open.m.LoadOrStore(key, ot); !loaded {
 				for _, p := range stored {
 					ot.service.RecordWrite(p.pk, p.entities, p.bytes)
@@ -123,10 +123,10 @@ func (db *DB) resolve(ctx context.Context, name string) (*openTable, error) {
 
 // forget marks the table called name dropped, after DeleteTable committed, and waits for
 // the writes that hold it.
-func (db *DB) forget(name string) {
+func (db *DB) forget(ns, name string) {
 	db.open.mu.Lock()
 	db.open.gen.Add(1)
-	v, ok := db.open.m.LoadAndDelete(strings.ToLower(name))
+	v, ok := db.open.m.LoadAndDelete(openKey(ns, name))
 	db.open.mu.Unlock()
 	if ok {
 		ot := v.(*openTable)
@@ -135,4 +135,13 @@ func (db *DB) forget(name string) {
 		ot.dropped.Store(true)
 		ot.mu.Unlock()
 	}
+}
+
+// openKey is a table's key in openTables: its lower-case name, after its namespace's name
+// and a NUL (which table names never hold) outside the root namespace.
+func openKey(ns, name string) string {
+	if ns == "" {
+		return strings.ToLower(name)
+	}
+	return ns + "\x00" + strings.ToLower(name)
 }

@@ -55,32 +55,45 @@ func countStored(ctx context.Context, tx *storage.Txn, id uint64) ([]storedParti
 	return out, nil
 }
 
-// resolveAll resolves every table in the catalog, so that the heat report covers the tables
-// not used since Open with what they hold. Tables are listed from the catalog directly, not
-// through ListTables, which the simulated service would charge.
+// resolveAll resolves every table in the catalog, of every namespace, so that the heat
+// report covers the tables not used since Open with what they hold. Tables are listed from
+// the catalog directly, not through ListTables, which the simulated service would charge.
 func (db *DB) resolveAll(ctx context.Context) error {
-	var names []string
+	type nsTable struct{ ns, name string }
+	var tables []nsTable
 	err := db.view(ctx, func(tx *storage.Txn) error {
-		it := tx.Scan([]byte{prefixTable}, []byte{prefixTable + 1})
-		defer it.Close()
-		for it.Next() {
-			err := it.Value(func(v []byte) error {
-				rec, err := decodeTableRecord(v)
-				names = append(names, rec.Name)
-				return err
-			})
-			if err != nil {
-				return err
+		for _, prefix := range []byte{prefixTable, prefixNamespaceTable} {
+			it := tx.Scan([]byte{prefix}, []byte{prefix + 1})
+			for it.Next() {
+				var ns string
+				if prefix == prefixNamespaceTable {
+					part, _, _, err := storage.NextPart(it.Key()[1:])
+					if err != nil {
+						it.Close()
+						return errCorrupt("namespace catalog key")
+					}
+					ns = part
+				}
+				err := it.Value(func(v []byte) error {
+					rec, err := decodeTableRecord(v)
+					tables = append(tables, nsTable{ns, rec.Name})
+					return err
+				})
+				if err != nil {
+					it.Close()
+					return err
+				}
 			}
+			it.Close()
 		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	for _, name := range names {
+	for _, t := range tables {
 		// A table deleted meanwhile is simply left out.
-		if _, err := db.resolve(ctx, name); err != nil && !errors.Is(err, ErrTableNotFound) {
+		if _, err := db.resolve(ctx, t.ns, t.name); err != nil && !errors.Is(err, ErrTableNotFound) {
 			return err
 		}
 	}

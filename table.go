@@ -17,6 +17,7 @@ func (db *DB) Table(name string) *Table {
 // Table is a handle on one table; see DB.Table.
 type Table struct {
 	db   *DB
+	ns   string // the namespace's name; "" for the DB's own tables
 	name string
 	open atomic.Pointer[openTable] // the table last resolved under name
 }

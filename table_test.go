@@ -264,7 +264,8 @@ func TestETagConditions(t *testing.T) {
 
 	_, err = tbl.Update(ctx, e, Merge, "not an etag")
 	assert.ErrorIs(t, err, ErrInvalidInput)
-	assert.ErrorIs(t, tbl.Delete(ctx, "p", "r", `W/"nonsense"`), ErrInvalidInput)
+	// A well-formed entity tag that names no version of the entity is a failed condition.
+	assert.ErrorIs(t, tbl.Delete(ctx, "p", "r", `W/"nonsense"`), ErrUpdateConditionNotSatisfied)
 
 	require.NoError(t, tbl.Delete(ctx, "p", "r", current))
 }

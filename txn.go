@@ -39,6 +39,10 @@ const (
 	ActionUpsert
 	// ActionDelete removes an existing entity if it matches IfMatch.
 	ActionDelete
+	// ActionRetrieve reads one entity, as Table.Get does: the single query the service
+	// allows in a batch, which must then be its only operation. Its ActionResult carries
+	// the entity.
+	ActionRetrieve
 )
 
 // String names the kind as the service's operations do.
@@ -52,6 +56,8 @@ func (k ActionKind) String() string {
 		return "Upsert"
 	case ActionDelete:
 		return "Delete"
+	case ActionRetrieve:
+		return "Retrieve"
 	}
 	return "ActionKind(" + strconv.Itoa(int(k)) + ")"
 }
@@ -65,8 +71,11 @@ type Action struct {
 	// Mode is Replace or Merge, for Update and Upsert.
 	Mode UpdateMode
 	// IfMatch is the condition of an Update or Delete: an ETag, or AnyETag (empty means
-	// AnyETag). Insert and Upsert are unconditional and refuse one.
+	// AnyETag). Insert, Upsert and Retrieve are unconditional and refuse one.
 	IfMatch ETag
+	// Select names the properties a Retrieve returns (as Table.Get's selected); empty
+	// means all of them. Other kinds ignore it.
+	Select []string
 }
 
 // InsertAction returns an action that inserts e.
@@ -85,6 +94,12 @@ func UpsertAction(e Entity, mode UpdateMode) Action {
 // DeleteAction returns an action that deletes an entity if it matches ifMatch.
 func DeleteAction(partitionKey, rowKey string, ifMatch ETag) Action {
 	return Action{Kind: ActionDelete, Entity: Entity{PartitionKey: partitionKey, RowKey: rowKey}, IfMatch: ifMatch}
+}
+
+// RetrieveAction returns an action that reads one entity, with only the selected properties
+// when some are named.
+func RetrieveAction(partitionKey, rowKey string, selected ...string) Action {
+	return Action{Kind: ActionRetrieve, Entity: Entity{PartitionKey: partitionKey, RowKey: rowKey}, Select: selected}
 }
 
 // kind is the operation the action is, as the simulated service counts operations.
@@ -128,15 +143,23 @@ func (a *Action) validate() ([]string, error) {
 			return nil, err
 		}
 		return nil, a.IfMatch.check()
+	case ActionRetrieve:
+		if a.IfMatch != "" {
+			return nil, ErrInvalidInput.with("a Retrieve takes no IfMatch condition")
+		}
+		return nil, validateKeys(a.Entity.PartitionKey, a.Entity.RowKey)
 	}
-	return nil, ErrInvalidInput.with("action kind %d is not Insert, Update, Upsert or Delete", int(a.Kind))
+	return nil, ErrInvalidInput.with("action kind %d is not Insert, Update, Upsert, Delete or Retrieve", int(a.Kind))
 }
 
 // ActionResult is what one action of a successful transaction wrote.
 type ActionResult struct {
-	// ETag and Timestamp identify the version written; both are zero for a Delete.
+	// ETag and Timestamp identify the version written (or, for a Retrieve, read); both are
+	// zero for a Delete.
 	ETag      ETag
 	Timestamp time.Time
+	// Entity is the entity a Retrieve read; nil for the other kinds.
+	Entity *Entity
 }
 
 // TransactionError reports the action that made a transaction fail, as the service's batch
@@ -186,6 +209,9 @@ func actionError(i int, err error) error {
 //   - Then, action by action: the entity is valid by the single-entity rules (its own code),
 //     its PartitionKey is the first action's (CommandsInBatchActOnDifferentPartitions),
 //     and its RowKey has not appeared before (InvalidDuplicateRow).
+//   - A Retrieve must be the only action (InvalidInput "A query operation is not permitted
+//     within a change set." at its index otherwise); it reads the entity as Table.Get
+//     does and its result carries it.
 //
 // A missing table is TableNotFound at index 0. Otherwise the actions run in order, each
 // with the outcome its single-entity method would have; the first failure rolls all of
@@ -203,6 +229,14 @@ func (t *Table) SubmitTransaction(ctx context.Context, actions []Action) ([]Acti
 	names, err := validateTransaction(actions)
 	if err != nil {
 		return nil, err
+	}
+	if actions[0].Kind == ActionRetrieve { // alone, as validateTransaction checked
+		a := &actions[0]
+		e, err := t.Get(ctx, a.Entity.PartitionKey, a.Entity.RowKey, a.Select...)
+		if err != nil {
+			return nil, actionError(0, err)
+		}
+		return []ActionResult{{ETag: e.ETag, Timestamp: e.Timestamp, Entity: &e}}, nil
 	}
 	results := make([]ActionResult, len(actions))
 	done := make([]applied, len(actions))
@@ -266,6 +300,11 @@ func validateTransaction(actions []Action) ([][]string, error) {
 		if names[i], err = a.validate(); err != nil {
 			return nil, actionError(i, err)
 		}
+		if a.Kind == ActionRetrieve && len(actions) > 1 {
+			return nil, &TransactionError{Index: i, Err: ErrInvalidInput.withMessage(
+				"A query operation is not permitted within a change set.",
+				"action %d is a Retrieve; a Retrieve must be a transaction's only action", i)}
+		}
 		if a.Entity.PartitionKey != pk {
 			return nil, &TransactionError{Index: i, Err: ErrCommandsInBatchActOnDifferentPartitions.with(
 				"action %d has PartitionKey %q but action 0 has %q; a transaction acts on one partition",
@@ -292,13 +331,13 @@ func validateTransaction(actions []Action) ([][]string, error) {
 // non-nil properties in the service's JSON format, strings escaped only where JSON
 // requires it (official SDKs may escape more, such as '<' or non-ASCII text), with a type
 // annotation only where the service needs one (Binary, DateTime, Guid, Int64, and Doubles
-// that are not finite). A Delete has no body. The framing is left out, so Tabula never
+// that are not finite). A Delete or Retrieve has no body. The framing is left out, so Tabula never
 // refuses a transaction the service would accept; near the limit it may accept one the
 // service refuses by up to the framing, about 1% of the limit for 100 actions.
 func TransactionPayloadSize(actions []Action) int {
 	size := 0
 	for i := range actions {
-		if actions[i].Kind != ActionDelete {
+		if k := actions[i].Kind; k != ActionDelete && k != ActionRetrieve {
 			size += jsonBodySize(&actions[i].Entity)
 		}
 	}

@@ -200,7 +200,7 @@ func TestTransactionInvalidActions(t *testing.T) {
 		{"property name", UpdateAction(Entity{PartitionKey: "p", RowKey: "x", Properties: Properties{"1st": Int32(1)}}, Replace, AnyETag), "PropertyNameInvalid"},
 		{"too many properties", InsertAction(Entity{PartitionKey: "p", RowKey: "x", Properties: manyProps(MaxProperties + 1)}), "TooManyProperties"},
 		{"string too long", InsertAction(Entity{PartitionKey: "p", RowKey: "x", Properties: Properties{"S": String(strings.Repeat("s", MaxStringLength+1))}}), "PropertyValueTooLarge"},
-		{"malformed etag", UpdateAction(Entity{PartitionKey: "p", RowKey: "x"}, Merge, "W/\"nope\""), "InvalidInput"},
+		{"malformed etag", UpdateAction(Entity{PartitionKey: "p", RowKey: "x"}, Merge, "W/nope"), "InvalidInput"},
 		{"delete with a malformed etag", DeleteAction("p", "x", "nope"), "InvalidInput"},
 		{"delete with a bad key", DeleteAction("p", "a#b", AnyETag), "OutOfRangeInput"},
 		{"condition on an upsert", Action{Kind: ActionUpsert, Entity: Entity{PartitionKey: "p", RowKey: "x"}, IfMatch: AnyETag}, "InvalidInput"},
@@ -536,4 +536,40 @@ func TestJSONStringSizeAgreesWithSlowCount(t *testing.T) {
 		}
 		require.Equal(t, slow(string(b)), jsonStringSize(string(b)), "%q", b)
 	}
+}
+
+func TestRetrieveAction(t *testing.T) {
+	ctx := context.Background()
+	db, err := OpenInMemory(nil)
+	require.NoError(t, err)
+	defer db.Close()
+	tbl, err := db.CreateTable(ctx, "Retrieve")
+	require.NoError(t, err)
+	stored, err := tbl.Insert(ctx, Entity{PartitionKey: "p", RowKey: "r", Properties: Properties{"A": Int32(1), "B": String("b")}})
+	require.NoError(t, err)
+
+	res, err := tbl.SubmitTransaction(ctx, []Action{RetrieveAction("p", "r", "B")})
+	require.NoError(t, err)
+	require.Len(t, res, 1)
+	require.Equal(t, stored.ETag, res[0].ETag)
+	require.NotNil(t, res[0].Entity)
+	require.Equal(t, Properties{"B": String("b")}, res[0].Entity.Properties)
+
+	_, err = tbl.SubmitTransaction(ctx, []Action{RetrieveAction("p", "missing")})
+	var te *TransactionError
+	require.ErrorAs(t, err, &te)
+	require.Equal(t, 0, te.Index)
+	require.ErrorIs(t, err, ErrResourceNotFound)
+
+	// A Retrieve with anything else is refused at its index, and nothing is written.
+	_, err = tbl.SubmitTransaction(ctx, []Action{InsertAction(Entity{PartitionKey: "p", RowKey: "new"}), RetrieveAction("p", "r")})
+	require.ErrorAs(t, err, &te)
+	require.Equal(t, 1, te.Index)
+	require.ErrorIs(t, err, ErrInvalidInput)
+	_, err = tbl.Get(ctx, "p", "new")
+	require.ErrorIs(t, err, ErrResourceNotFound)
+
+	_, err = tbl.SubmitTransaction(ctx, []Action{{Kind: ActionRetrieve, Entity: Entity{PartitionKey: "p", RowKey: "r"}, IfMatch: AnyETag}})
+	require.ErrorIs(t, err, ErrInvalidInput)
+	require.Equal(t, "Retrieve", ActionRetrieve.String())
 }

@@ -128,8 +128,13 @@ func signedBy(keys [][]byte, stringToSign string, want []byte) bool {
 	return false
 }
 
-// checkSAS verifies a table SAS (tn) or an account SAS (ss, srt) and returns its grant.
-// Stored access policies (si) are not supported, since Tabula keeps no table ACLs. The
+// sasParameters are the query parameters a SAS signs or is made of; each may appear once,
+// or the SAS is refused.
+var sasParameters = []string{"sv", "ss", "srt", "sp", "st", "se", "sip", "spr", "ses", "si", "tn", "spk", "srk", "epk", "erk", "sig"}
+
+// checkSAS verifies a table SAS (tn) or an account SAS (ss, srt) and returns its grant. A
+// table SAS may name a stored access policy of its table (si), which supplies what the SAS
+// leaves out (see applyPolicy). Every parameter appears at most once. The
 // protocol restriction (spr) is checked for a valid value but not enforced, because Tabula
 // serves plain HTTP, as the emulators do, and the Go SDK's GetAccountSASURL always asks
 // for https.
@@ -137,6 +142,11 @@ func (s *Server) checkSAS(c *call, keys [][]byte) (*grant, *tabula.Error) {
 	q := c.query
 	fail := func(why string) (*grant, *tabula.Error) {
 		return nil, withDetail(errAuthenticationFailed, "SAS: "+why)
+	}
+	for _, name := range sasParameters {
+		if len(q[name]) > 1 {
+			return fail(name + " is given more than once")
+		}
 	}
 	want, err := base64.StdEncoding.DecodeString(q.Get("sig"))
 	if err != nil {
@@ -146,10 +156,8 @@ func (s *Server) checkSAS(c *call, keys [][]byte) (*grant, *tabula.Error) {
 	if sv == "" {
 		return fail("sv is missing")
 	}
-	if q.Get("si") != "" {
-		return fail("stored access policies (si) are not supported")
-	}
 	g := &grant{perms: q.Get("sp")}
+	st, se := q.Get("st"), q.Get("se")
 	var sts string
 	switch {
 	case q.Has("tn"):
@@ -174,14 +182,26 @@ func (s *Server) checkSAS(c *call, keys [][]byte) (*grant, *tabula.Error) {
 	if !signedBy(keys, sts, want) {
 		return fail("the signature does not match")
 	}
-	expiry, err := parseSASTime(q.Get("se"))
+	if si := q.Get("si"); si != "" {
+		if g.account {
+			return fail("an account SAS cannot name a stored access policy (si)")
+		}
+		var why string
+		if g.perms, st, se, why = c.applyPolicy(g.table, si, g.perms, st, se); why != "" {
+			return fail(why)
+		}
+	}
+	if se == "" {
+		return fail("neither the SAS nor a stored access policy sets an expiry (se)")
+	}
+	expiry, err := parseSASTime(se)
 	if err != nil {
-		return fail("se " + q.Get("se") + " is not an ISO 8601 UTC time")
+		return fail("se " + se + " is not an ISO 8601 UTC time")
 	}
 	if !c.now.Before(expiry) {
-		return fail("expired at " + q.Get("se"))
+		return fail("expired at " + se)
 	}
-	if st := q.Get("st"); st != "" {
+	if st != "" {
 		start, err := parseSASTime(st)
 		if err != nil {
 			return fail("st " + st + " is not an ISO 8601 UTC time")
@@ -249,6 +269,7 @@ const (
 	opUpsert
 	opDelete
 	opService
+	opSetService
 )
 
 // authorize checks a SAS grant against one operation on table. The codes are the
@@ -261,7 +282,7 @@ func (g *grant) authorize(op operation, table string) *tabula.Error {
 	}
 	need := map[operation]string{
 		opQueryTables: "l", opCreateTable: "c", opDeleteTable: "d", opQueryEntities: "r", opGetEntity: "r",
-		opInsert: "a", opUpdate: "u", opUpsert: "au", opDelete: "d", opService: "r",
+		opInsert: "a", opUpdate: "u", opUpsert: "au", opDelete: "d", opService: "r", opSetService: "w",
 	}[op]
 	if g.account {
 		if !strings.Contains(g.services, "t") {
@@ -271,7 +292,7 @@ func (g *grant) authorize(op operation, table string) *tabula.Error {
 		switch op {
 		case opQueryTables, opCreateTable, opDeleteTable:
 			resourceType = "c"
-		case opService:
+		case opService, opSetService:
 			resourceType = "s"
 		}
 		if !strings.Contains(g.resourceTypes, resourceType) {
@@ -286,7 +307,7 @@ func (g *grant) authorize(op operation, table string) *tabula.Error {
 		return nil
 	}
 	switch op {
-	case opQueryTables, opCreateTable, opDeleteTable, opService:
+	case opQueryTables, opCreateTable, opDeleteTable, opService, opSetService:
 		return withDetail(errAuthorizationFailure, "a table SAS only authorizes operations on the entities of its table")
 	}
 	if !strings.EqualFold(table, g.table) {

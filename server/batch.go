@@ -144,7 +144,7 @@ func (c *call) changeSet(data []byte, boundary string) {
 		// failure, or else fail at firstBad, with nothing written.
 		actions = append(actions, tabula.Action{})
 	}
-	results, err := c.s.db.Table(table).SubmitTransaction(c.r.Context(), actions)
+	results, err := c.ns.Table(table).SubmitTransaction(c.r.Context(), actions)
 	var te *tabula.TransactionError
 	switch {
 	case errors.As(err, &te):
@@ -410,10 +410,16 @@ func (c *call) batchQuery(data []byte, contentID string) {
 		if containsStar(sel) {
 			sel = nil
 		}
-		var gerr error
-		if e, gerr = c.s.db.Table(req.res.table).Get(c.r.Context(), req.res.pk, req.res.rk, sel...); gerr != nil {
+		// The batch's single query is the engine's Retrieve action.
+		results, gerr := c.ns.Table(req.res.table).SubmitTransaction(c.r.Context(), []tabula.Action{tabula.RetrieveAction(req.res.pk, req.res.rk, sel...)})
+		var te *tabula.TransactionError
+		switch {
+		case errors.As(gerr, &te):
+			err = te.Err
+		case gerr != nil:
 			err = serviceError(gerr)
-		} else {
+		default:
+			e = *results[0].Entity
 			ew := &entityWriter{level: lvl, base: req.base, account: c.account, table: req.res.table}
 			if len(sel) > 0 {
 				ew.selected = sel

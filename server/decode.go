@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/base64"
+	"errors"
 	"math"
 	"strconv"
 	"strings"
@@ -207,12 +208,75 @@ func isJSONNumber(s string) bool {
 	return err == nil && p.pos == len(s)
 }
 
-// parseDateTime reads ISO 8601 as the service's JSON reader does: with a Z or an offset,
-// or without a zone (taken as UTC), and with up to 7 fraction digits (more are accepted and
-// truncated to the service's 100 ns ticks by the engine).
+// parseDateTime reads an Edm.DateTime strictly in the ISO 8601 form the service's JSON reader
+// takes and its clients write: yyyy-MM-ddTHH:mm:ss, then optionally a '.' and 1 to 9
+// fraction digits (more than the service's 7 are truncated to its 100 ns ticks by the
+// engine), then Z, an offset ±HH:MM, or nothing (taken as UTC). Every field has its full
+// number of digits and its range; year 0 does not exist. Looser forms (a one-digit hour, a
+// comma before the fraction) are refused rather than stored as a value no client could
+// read back.
 func parseDateTime(s string) (time.Time, error) {
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t.UTC(), nil
+	bad := func() (time.Time, error) { return time.Time{}, errors.New("not an ISO 8601 date and time: " + s) }
+	num := func(i, n int) (int, bool) {
+		if i+n > len(s) {
+			return 0, false
+		}
+		v := 0
+		for _, c := range []byte(s[i : i+n]) {
+			if c < '0' || c > '9' {
+				return 0, false
+			}
+			v = v*10 + int(c-'0')
+		}
+		return v, true
 	}
-	return time.Parse("2006-01-02T15:04:05.999999999", s)
+	if len(s) < 19 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' {
+		return bad()
+	}
+	year, ok1 := num(0, 4)
+	month, ok2 := num(5, 2)
+	day, ok3 := num(8, 2)
+	hour, ok4 := num(11, 2)
+	minute, ok5 := num(14, 2)
+	sec, ok6 := num(17, 2)
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || year < 1 || month < 1 || month > 12 || day < 1 ||
+		day > time.Date(year, time.Month(month)+1, 0, 0, 0, 0, 0, time.UTC).Day() || hour > 23 || minute > 59 || sec > 59 {
+		return bad()
+	}
+	rest, nanos := s[19:], 0
+	if strings.HasPrefix(rest, ".") {
+		n := 1
+		for n < len(rest) && rest[n] >= '0' && rest[n] <= '9' {
+			n++
+		}
+		digits := rest[1:n]
+		if len(digits) == 0 || len(digits) > 9 {
+			return bad()
+		}
+		for i := 0; i < 9; i++ {
+			nanos *= 10
+			if i < len(digits) {
+				nanos += int(digits[i] - '0')
+			}
+		}
+		rest = rest[n:]
+	}
+	offset := 0
+	switch {
+	case rest == "" || rest == "Z":
+	case len(rest) == 6 && (rest[0] == '+' || rest[0] == '-') && rest[3] == ':':
+		oh, ok1 := num(len(s)-5, 2)
+		om, ok2 := num(len(s)-2, 2)
+		if !ok1 || !ok2 || oh > 23 || om > 59 {
+			return bad()
+		}
+		offset = (oh*60 + om) * 60
+		if rest[0] == '-' {
+			offset = -offset
+		}
+	default:
+		return bad()
+	}
+	t := time.Date(year, time.Month(month), day, hour, minute, sec, nanos, time.UTC)
+	return t.Add(-time.Duration(offset) * time.Second), nil
 }

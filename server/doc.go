@@ -10,6 +10,9 @@
 //	/devstoreaccount1/Movies()                                   insert, query
 //	/devstoreaccount1/Movies(PartitionKey='Action',RowKey='Up')  get, update, merge, upsert, delete
 //	/devstoreaccount1/$batch                                     entity group transactions
+//	/devstoreaccount1/Movies?comp=acl                            table ACLs (stored access policies)
+//	/devstoreaccount1/?restype=service&comp=properties           service properties (logging, metrics, CORS)
+//	/devstoreaccount1-secondary/?restype=service&comp=stats      service stats, on the read-only secondary
 //
 // What it reproduces, from recordings of the real service where they exist:
 // the status codes, headers and odata.error bodies of every operation, the three metadata
@@ -27,9 +30,10 @@
 // Properties are written in name order, the order the engine stores them in; the service
 // returns them in the order they were written, and no client relies on either.
 //
-// What it does not do: table ACLs and stored access policies, service properties and
-// statistics (501 NotImplemented), CORS, and host-style account URLs. Accounts share the
-// server's one DB; run a Server per DB to keep accounts apart.
+// Each account is its own namespace of tables in the one DB (see Options.Accounts), with its
+// own service properties; "<account>-secondary" serves its reads and stats and refuses
+// writes, as the read-access geo-redundant secondary does. What it does not do: host-style
+// account URLs.
 //
 // To serve on a network, NewHTTPServer and LimitListener bound what a client can hold
 // (HTTPLimits): timeouts for headers, bodies that stall, responses and idle connections, and

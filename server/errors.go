@@ -43,6 +43,20 @@ var (
 		"Verbose JSON format is not supported.")
 	errMediaTypeNotSupported = svcError("MediaTypeNotSupported", http.StatusUnsupportedMediaType,
 		"None of the provided media types are supported")
+
+	// Common REST API error codes, for the XML operations and the request headers.
+	errInvalidHeaderValue = svcError("InvalidHeaderValue", http.StatusBadRequest,
+		"The value for one of the HTTP headers is not in the correct format.")
+	errInvalidQueryParameterValue = svcError("InvalidQueryParameterValue", http.StatusBadRequest,
+		"Value for one of the query parameters specified in the request URI is invalid.")
+	errInvalidXMLDocument = svcError("InvalidXmlDocument", http.StatusBadRequest,
+		"XML specified is not syntactically valid.")
+	errInvalidXMLNodeValue = svcError("InvalidXmlNodeValue", http.StatusBadRequest,
+		"The value for one of the XML nodes is not in the correct format.")
+	errCorsPreflightFailure = svcError("CorsPreflightFailure", http.StatusForbidden,
+		"CORS not enabled or no matching rule found for this request.")
+	errMissingCorsHeader = svcError("InvalidHeaderValue", http.StatusBadRequest,
+		"A required CORS header is not present.")
 )
 
 // Messages the service gives InvalidInput in particular cases (REST docs: the pages of the Table

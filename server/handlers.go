@@ -38,7 +38,7 @@ func (c *call) createTable() {
 		c.fail(invalidInput("", "the body has no TableName"))
 		return
 	}
-	if _, err := c.s.db.CreateTable(c.r.Context(), name); err != nil {
+	if _, err := c.ns.CreateTable(c.r.Context(), name); err != nil {
 		c.fail(serviceError(err))
 		return
 	}
@@ -62,7 +62,7 @@ func (c *call) deleteTable(name string) {
 		c.fail(err)
 		return
 	}
-	if err := c.s.db.DeleteTable(c.r.Context(), name); err != nil {
+	if err := c.ns.DeleteTable(c.r.Context(), name); err != nil {
 		c.fail(serviceError(err))
 		return
 	}
@@ -82,7 +82,7 @@ func (c *call) getTable(name string) {
 	}
 	// Names are case-insensitive: the first table at or after name, in the catalog's
 	// case-insensitive order, is the one if it has the same name in any case.
-	page, qerr := c.s.db.ListTables(c.r.Context(), tabula.TableQuery{NextTableName: name, Top: 1})
+	page, qerr := c.ns.ListTables(c.r.Context(), tabula.TableQuery{NextTableName: name, Top: 1})
 	if qerr != nil {
 		c.fail(serviceError(qerr))
 		return
@@ -113,16 +113,22 @@ func (c *call) queryTables() {
 		return
 	}
 	q := tabula.TableQuery{Filter: c.query.Get("$filter"), Top: top}
+	if top == topNone {
+		q.Top = 1
+	}
 	if t := c.query.Get("NextTableName"); t != "" {
 		if q.NextTableName, err = decodeToken("NextTableName", t); err != nil {
 			c.fail(err)
 			return
 		}
 	}
-	page, qerr := c.s.db.ListTables(c.r.Context(), q)
+	page, qerr := c.ns.ListTables(c.r.Context(), q)
 	if qerr != nil {
 		c.fail(serviceError(qerr))
 		return
+	}
+	if top == topNone {
+		page = tabula.TablePage{}
 	}
 	b := append(make([]byte, 0, 64+48*len(page.Tables)), '{')
 	if lvl != levelNone {
@@ -184,7 +190,7 @@ func (c *call) getEntity(res resource) {
 	if containsStar(sel) {
 		sel = nil
 	}
-	e, gerr := c.s.db.Table(res.table).Get(c.r.Context(), res.pk, res.rk, sel...)
+	e, gerr := c.ns.Table(res.table).Get(c.r.Context(), res.pk, res.rk, sel...)
 	if gerr != nil {
 		c.fail(serviceError(gerr))
 		return
@@ -212,6 +218,10 @@ func (c *call) queryEntities(table string) {
 		c.fail(err)
 		return
 	}
+	none := q.Top == topNone
+	if none {
+		q.Top = 1
+	}
 	q.Continuation = tabula.Continuation{NextPartitionKey: c.query.Get("NextPartitionKey"), NextRowKey: c.query.Get("NextRowKey")}
 	if c.grant.hasRange() {
 		// A table SAS limited to a key range sees only that range: its bounds join the
@@ -227,10 +237,13 @@ func (c *call) queryEntities(table string) {
 			q.Filter = c.grant.rangeFilter()
 		}
 	}
-	page, qerr := c.s.db.Table(table).Query(c.r.Context(), q)
+	page, qerr := c.ns.Table(table).Query(c.r.Context(), q)
 	if qerr != nil {
 		c.fail(serviceError(qerr))
 		return
+	}
+	if none {
+		page = tabula.Page{}
 	}
 	w := c.entityWriter(lvl, table, q.Select)
 	b := make([]byte, 0, 256+256*len(page.Entities))
@@ -274,7 +287,7 @@ func (c *call) insertEntity(table string) {
 		c.fail(err)
 		return
 	}
-	stored, ierr := c.s.db.Table(table).Insert(c.r.Context(), e)
+	stored, ierr := c.ns.Table(table).Insert(c.r.Context(), e)
 	if ierr != nil {
 		c.fail(serviceError(ierr))
 		return
@@ -327,7 +340,7 @@ func (c *call) writeEntity(res resource, mode tabula.UpdateMode) {
 		return
 	}
 	e.PartitionKey, e.RowKey = res.pk, res.rk
-	t := c.s.db.Table(res.table)
+	t := c.ns.Table(res.table)
 	var etag tabula.ETag
 	var werr error
 	if ifMatch != "" {
@@ -357,7 +370,7 @@ func (c *call) deleteEntity(res resource) {
 		c.fail(err)
 		return
 	}
-	if err := c.s.db.Table(res.table).Delete(c.r.Context(), res.pk, res.rk, ifMatch); err != nil {
+	if err := c.ns.Table(res.table).Delete(c.r.Context(), res.pk, res.rk, ifMatch); err != nil {
 		c.fail(serviceError(err))
 		return
 	}
@@ -441,24 +454,34 @@ func conditions(h http.Header, verb string) (tabula.ETag, *tabula.Error) {
 	return etag, nil
 }
 
-// parseETag accepts * or W/"datetime'<ISO 8601>'" with ':' written as %3A or plainly.
+// parseETag accepts * or any entity tag (W/"…" or "…"). A well-formed tag that is not the
+// entity's current one, such as W/"wrong", is a failed condition (412
+// UpdateConditionNotSatisfied, as the service answers); only a value that is not an entity
+// tag at all is 400 InvalidInput.
 func parseETag(v string) (tabula.ETag, *tabula.Error) {
 	v = strings.TrimSpace(v)
 	if v == "*" {
 		return tabula.AnyETag, nil
 	}
-	bad := invalidInput(fmt.Sprintf(msgETagNotValid, v), "If-Match must be * or W/\"datetime'…'\"")
-	s, ok := strings.CutPrefix(v, `W/"datetime'`)
-	if ok {
-		s, ok = strings.CutSuffix(s, `'"`)
-	}
-	if !ok {
-		return "", bad
-	}
-	if _, err := parseDateTime(strings.ReplaceAll(strings.ReplaceAll(s, "%3A", ":"), "%3a", ":")); err != nil {
-		return "", bad
+	if !isEntityTag(v) {
+		return "", invalidInput(fmt.Sprintf(msgETagNotValid, v), "If-Match must be * or an entity tag such as W/\"datetime'…'\"")
 	}
 	return tabula.ETag(v), nil
+}
+
+// isEntityTag reports whether s is an entity-tag of RFC 7232: an optional W/, then a quoted
+// string of visible characters other than '"'.
+func isEntityTag(s string) bool {
+	s = strings.TrimPrefix(s, "W/")
+	if len(s) < 2 || s[0] != '"' || s[len(s)-1] != '"' {
+		return false
+	}
+	for _, c := range []byte(s[1 : len(s)-1]) {
+		if c == '"' || c < 0x21 || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // preference returns return-no-content or return-content when the Prefer header asks for
@@ -499,18 +522,26 @@ func selectList(s string) []string {
 	return distinct
 }
 
-// parseTop reads $top: absent means the service's maximum, otherwise 1 to 1000.
+// parseTop reads $top: absent means the service's maximum (0), otherwise 0 to 1000, where
+// 0 asks for an empty page (topNone), which the service answers with 200 and no entities.
 func parseTop(q map[string][]string) (int, *tabula.Error) {
 	v, ok := q["$top"]
 	if !ok || len(v) == 0 {
 		return 0, nil
 	}
 	n, err := strconv.Atoi(v[0])
-	if err != nil || n < 1 || n > tabula.MaxEntitiesPerPage {
-		return 0, invalidInput("", "$top must be a number from 1 to 1000, not "+strconv.Quote(v[0]))
+	if err != nil || n < 0 || n > tabula.MaxEntitiesPerPage {
+		return 0, invalidInput("", "$top must be a number from 0 to 1000, not "+strconv.Quote(v[0]))
+	}
+	if n == 0 {
+		return topNone, nil
 	}
 	return n, nil
 }
+
+// topNone is what parseTop returns for $top=0. The query still runs with a page of one, so
+// that a missing table or a bad filter fails as it would, and its result is dropped.
+const topNone = -1
 
 // checkQueryOptions refuses the OData options the service does not implement.
 func checkQueryOptions(q map[string][]string) *tabula.Error {

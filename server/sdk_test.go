@@ -623,19 +623,79 @@ func TestSDKEngineOptions(t *testing.T) {
 	})
 }
 
-// Table ACLs and service properties are not Tabula's: the SDK gets the service's 501
-// NotImplemented, which it does not retry.
-func TestSDKUnsupported(t *testing.T) {
+// Service properties, stats on the secondary endpoint, table ACLs and a SAS signed against
+// a stored access policy, through the Go SDK.
+func TestSDKServiceAndACL(t *testing.T) {
 	forEachTransport(t, nil, func(t *testing.T, env sdkEnv) {
 		svc := env.service(t)
-		c := env.table(t, "Acl")
-		_, err := c.GetAccessPolicy(ctx, nil)
-		wantCode(t, err, 501, "NotImplemented")
-		_, err = c.SetAccessPolicy(ctx, nil)
-		wantCode(t, err, 501, "NotImplemented")
-		_, err = svc.GetProperties(ctx, nil)
-		wantCode(t, err, 501, "NotImplemented")
+		props, err := svc.GetProperties(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(props.Cors) != 0 || props.Logging == nil || *props.Logging.Read {
+			t.Fatalf("default properties %+v", props.ServiceProperties)
+		}
+		_, err = svc.SetProperties(ctx, aztables.ServiceProperties{
+			Cors: []*aztables.CorsRule{{AllowedOrigins: to.Ptr("https://app.example"), AllowedMethods: to.Ptr("GET,PUT"),
+				AllowedHeaders: to.Ptr("x-ms-*"), ExposedHeaders: to.Ptr("x-ms-request-id"), MaxAgeInSeconds: to.Ptr(int32(60))}},
+			HourMetrics: &aztables.Metrics{Enabled: to.Ptr(true), IncludeAPIs: to.Ptr(true), Version: to.Ptr("1.0"),
+				RetentionPolicy: &aztables.RetentionPolicy{Enabled: to.Ptr(true), Days: to.Ptr(int32(7))}},
+		}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		props, err = svc.GetProperties(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(props.Cors) != 1 || *props.Cors[0].AllowedOrigins != "https://app.example" || *props.HourMetrics.RetentionPolicy.Days != 7 {
+			t.Fatalf("properties after Set %+v", props.ServiceProperties)
+		}
+		_, err = svc.SetProperties(ctx, aztables.ServiceProperties{HourMetrics: &aztables.Metrics{Enabled: to.Ptr(false), Version: to.Ptr("1.0"),
+			RetentionPolicy: &aztables.RetentionPolicy{Enabled: to.Ptr(true), Days: to.Ptr(int32(366))}}}, nil)
+		wantCode(t, err, 400, "InvalidXmlNodeValue")
+
+		// Stats come from the secondary endpoint only.
 		_, err = svc.GetStatistics(ctx, nil)
-		wantCode(t, err, 501, "NotImplemented")
+		wantCode(t, err, 400, "InvalidQueryParameterValue")
+		cred, err := aztables.NewSharedKeyCredential(tabulatest.AccountName, tabulatest.AccountKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		secondary, err := aztables.NewServiceClientWithSharedKey(env.srv.Endpoint+"/"+tabulatest.AccountName+"-secondary/", cred, env.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stats, err := secondary.GetStatistics(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if *stats.GeoReplication.Status != aztables.GeoReplicationStatusLive {
+			t.Fatalf("stats %+v", stats.GeoReplication)
+		}
+		c := env.table(t, "Acl")
+		if _, err := c.AddEntity(ctx, marshal(t, map[string]any{"PartitionKey": "p", "RowKey": "r"}), nil); err != nil {
+			t.Fatal(err)
+		}
+		// The secondary reads what the primary wrote, and refuses writes.
+		if _, err := secondary.NewClient("Acl").GetEntity(ctx, "p", "r", nil); err != nil {
+			t.Fatal(err)
+		}
+		_, err = secondary.NewClient("Acl").AddEntity(ctx, marshal(t, map[string]any{"PartitionKey": "p", "RowKey": "s"}), nil)
+		wantCode(t, err, 403, "AuthorizationFailure")
+
+		now := time.Now().UTC().Truncate(time.Second)
+		_, err = c.SetAccessPolicy(ctx, &aztables.SetAccessPolicyOptions{TableACL: []*aztables.SignedIdentifier{{
+			ID: to.Ptr("readers"), AccessPolicy: &aztables.AccessPolicy{Permission: to.Ptr("r"), Start: to.Ptr(now.Add(-time.Minute)), Expiry: to.Ptr(now.Add(time.Hour))}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		acl, err := c.GetAccessPolicy(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(acl.SignedIdentifiers) != 1 || *acl.SignedIdentifiers[0].ID != "readers" || *acl.SignedIdentifiers[0].AccessPolicy.Permission != "r" {
+			t.Fatalf("ACL %+v", acl.SignedIdentifiers)
+		}
 	})
 }

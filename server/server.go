@@ -25,8 +25,12 @@ const DefaultVersion = "2019-02-02"
 
 // Options configure a Server. The zero value (or nil) serves the development account.
 type Options struct {
-	// Accounts are the accounts the server accepts, by name and keys. They are credentials
-	// for the one DB the server serves: every account sees the same tables. Default:
+	// Accounts are the accounts the server accepts, by name and keys. Each is its own
+	// namespace of tables in the one DB the server serves, as each storage account is on
+	// the service: the first account's tables are the DB's own (DB.Namespace("")), so that
+	// a single-account server serves exactly what the embedded API sees; every other
+	// account's are DB.Namespace(name). Each also answers at "<name>-secondary", the
+	// read-only endpoint of read-access geo-redundant storage. Default:
 	// DevelopmentAccount().
 	Accounts []Account
 
@@ -47,12 +51,13 @@ type Options struct {
 // at the storage emulators' path-style URLs, in front of one tabula.DB. It is safe for
 // concurrent use.
 type Server struct {
-	db       *tabula.DB
-	accounts []Account
-	keys     map[string][][]byte
-	clock    func() time.Time
-	newID    func() string // request IDs and batch boundaries; tests make them predictable
-	bearer   bool          // Options.BearerTokens
+	db         *tabula.DB
+	accounts   []Account
+	keys       map[string][][]byte
+	namespaces map[string]*tabula.Namespace
+	clock      func() time.Time
+	newID      func() string // request IDs and batch boundaries; tests make them predictable
+	bearer     bool          // Options.BearerTokens
 
 	controlMu sync.Mutex // serialises changes through the management API (control.go)
 }
@@ -69,8 +74,9 @@ func New(db *tabula.DB, opts *Options) (*Server, error) {
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
-	s := &Server{db: db, accounts: o.Accounts, keys: make(map[string][][]byte), clock: o.Clock, newID: newRequestID, bearer: o.BearerTokens}
-	for _, a := range o.Accounts {
+	s := &Server{db: db, accounts: o.Accounts, keys: make(map[string][][]byte), namespaces: make(map[string]*tabula.Namespace),
+		clock: o.Clock, newID: newRequestID, bearer: o.BearerTokens}
+	for i, a := range o.Accounts {
 		if err := a.check(); err != nil {
 			return nil, err
 		}
@@ -80,6 +86,11 @@ func New(db *tabula.DB, opts *Options) (*Server, error) {
 		for _, k := range a.Keys {
 			key, _ := base64.StdEncoding.DecodeString(k) // checked above
 			s.keys[a.Name] = append(s.keys[a.Name], key)
+		}
+		if i == 0 {
+			s.namespaces[a.Name] = db.Namespace("")
+		} else {
+			s.namespaces[a.Name] = db.Namespace(a.Name)
 		}
 	}
 	return s, nil
@@ -91,6 +102,10 @@ func (s *Server) Accounts() []Account { return append([]Account(nil), s.accounts
 // DB returns the database the server serves.
 func (s *Server) DB() *tabula.DB { return s.db }
 
+// Namespace returns the namespace of tables the account is served from, or nil if the
+// server does not serve the account.
+func (s *Server) Namespace(account string) *tabula.Namespace { return s.namespaces[account] }
+
 // call is one request being served.
 type call struct {
 	s       *Server
@@ -98,11 +113,18 @@ type call struct {
 	r       *http.Request
 	id      string // x-ms-request-id
 	now     time.Time
-	account string
-	base    string // scheme://host/account: the root of Location and odata.* links
-	query   url.Values
-	grant   *grant
-	written bool
+	account string // the account's name, without -secondary
+	// secondary is set for a request to the account's read-only secondary endpoint.
+	secondary bool
+	ns        *tabula.Namespace // the account's tables
+	base      string            // scheme://host/account: the root of Location and odata.* links
+	query     url.Values
+	grant     *grant
+	written   bool
+	// corsOrigin is the Origin of a request to an account with CORS rules, cors the rule
+	// that matched it (nil for none); send adds their headers (see cors.go).
+	corsOrigin string
+	cors       *corsRule
 }
 
 // ServeHTTP serves one request: it answers with the service's common headers, checks the
@@ -143,19 +165,32 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.account = account
+	if primary, ok := strings.CutSuffix(account, secondarySuffix); ok && s.keys[account] == nil && s.keys[primary] != nil {
+		c.account, c.secondary = primary, true
+	}
+	c.ns = s.namespaces[c.account]
+	c.base = baseURL(r, account)
 	query, qerr := parseQuery(rawQuery)
 	if qerr != nil {
 		c.fail(invalidInput("", "the query string is malformed: "+qerr.Error()))
 		return
 	}
 	c.query = query
+	if r.Method == http.MethodOptions {
+		c.preflight() // CORS preflights carry no credentials (see cors.go)
+		return
+	}
+	c.corsHeaders() // on failures too, so that a browser can read them
 	g, aerr := s.authenticate(c, rawPath)
+	if aerr == nil && g == nil {
+		// A SAS request runs at its signed version (sv); the header matters otherwise.
+		aerr = checkVersion(r.Header.Get("x-ms-version"))
+	}
 	if aerr != nil {
 		c.fail(aerr)
 		return
 	}
 	c.grant = g
-	c.base = baseURL(r, account)
 	res, rerr := parseResource(rest)
 	if rerr != nil {
 		c.fail(rerr)
@@ -171,9 +206,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // route dispatches a parsed request to its operation.
 func (c *call) route(res resource, method string) {
+	if c.secondary && method != http.MethodGet && method != http.MethodHead {
+		c.fail(withDetail(errAuthorizationFailure, "the secondary endpoint is read-only"))
+		return
+	}
 	if c.query.Has("comp") || c.query.Has("restype") {
-		// Table ACLs and service properties/stats are XML operations Tabula does not have.
-		c.fail(withDetail(tabula.ErrNotImplemented, "comp="+c.query.Get("comp")+" is not supported"))
+		c.routeXML(res, method) // service properties and stats, table ACLs
 		return
 	}
 	switch res.kind {
@@ -227,7 +265,7 @@ func (c *call) route(res resource, method string) {
 			return
 		}
 	case resService:
-		c.fail(withDetail(tabula.ErrNotImplemented, "service-level operations are not supported"))
+		c.fail(withDetail(errInvalidQueryParameterValue, "a request to the service needs restype=service and comp=properties or comp=stats"))
 		return
 	}
 	c.fail(withDetail(errMethodNotAllowed, method+" is not allowed here"))
@@ -319,12 +357,16 @@ func (c *call) fail(e *tabula.Error) {
 	if e.Detail != "" {
 		h.Set("X-Tabula-Error-Detail", detailHeader(e.Detail))
 	}
+	// The code in a header too, as the service sends it on every failure from version
+	// 2017-07-29 (Status and error codes): HEAD responses and raw-HTTP callers keep it.
+	setHeader(h, "x-ms-error-code", e.Code)
 	c.send(e.StatusCode, levelMinimal.contentType(), appendErrorJSON(nil, e.Code, e.Message, c.id, c.now))
 }
 
 // send writes a response with a body (or none when contentType is empty).
 func (c *call) send(status int, contentType string, body []byte) {
 	c.written = true
+	c.writeCORS()
 	h := c.w.Header()
 	if contentType != "" {
 		h.Set("Content-Type", contentType)

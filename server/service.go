@@ -1,0 +1,364 @@
+package server
+
+import (
+	"bytes"
+	"encoding/xml"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/tabuladb/tabula"
+)
+
+// The service-level XML operations (Get/Set Table Service Properties, Get Table Service
+// Stats) and the table ACL operations (Get/Set Table ACL), the only ones of the Table
+// service that speak XML.
+
+// routeXML dispatches a request that carries restype or comp.
+func (c *call) routeXML(res resource, method string) {
+	restype, comp := c.query.Get("restype"), c.query.Get("comp")
+	switch {
+	case res.kind == resService && restype == "service" && comp == "properties":
+		switch method {
+		case http.MethodGet, http.MethodHead:
+			c.getServiceProperties()
+			return
+		case http.MethodPut:
+			c.setServiceProperties()
+			return
+		}
+	case res.kind == resService && restype == "service" && comp == "stats":
+		if method == http.MethodGet || method == http.MethodHead {
+			c.getServiceStats()
+			return
+		}
+	case res.kind == resEntitySet && comp == "acl" && restype == "":
+		switch method {
+		case http.MethodGet, http.MethodHead:
+			c.getTableACL(res.table)
+			return
+		case http.MethodPut:
+			c.setTableACL(res.table)
+			return
+		}
+	default:
+		c.fail(withDetail(errInvalidQueryParameterValue, "restype="+restype+"&comp="+comp+" names no operation on this resource"))
+		return
+	}
+	c.fail(withDetail(errMethodNotAllowed, method+" is not allowed here"))
+}
+
+// serviceProperties is the body of Get and Set Table Service Properties. Pointers tell an
+// element left out of a Set (which keeps its stored value) from one given.
+type serviceProperties struct {
+	XMLName       xml.Name           `xml:"StorageServiceProperties"`
+	Logging       *loggingProperties `xml:"Logging"`
+	HourMetrics   *metricsProperties `xml:"HourMetrics"`
+	MinuteMetrics *metricsProperties `xml:"MinuteMetrics"`
+	Cors          *corsProperties    `xml:"Cors"`
+}
+
+type loggingProperties struct {
+	Version         string          `xml:"Version"`
+	Delete          bool            `xml:"Delete"`
+	Read            bool            `xml:"Read"`
+	Write           bool            `xml:"Write"`
+	RetentionPolicy retentionPolicy `xml:"RetentionPolicy"`
+}
+
+type metricsProperties struct {
+	Version         string          `xml:"Version"`
+	Enabled         bool            `xml:"Enabled"`
+	IncludeAPIs     *bool           `xml:"IncludeAPIs,omitempty"`
+	RetentionPolicy retentionPolicy `xml:"RetentionPolicy"`
+}
+
+type retentionPolicy struct {
+	Enabled bool `xml:"Enabled"`
+	Days    *int `xml:"Days,omitempty"`
+}
+
+type corsProperties struct {
+	Rules []corsRule `xml:"CorsRule"`
+}
+
+type corsRule struct {
+	AllowedOrigins  string `xml:"AllowedOrigins"`
+	AllowedMethods  string `xml:"AllowedMethods"`
+	MaxAgeInSeconds int    `xml:"MaxAgeInSeconds"`
+	ExposedHeaders  string `xml:"ExposedHeaders"`
+	AllowedHeaders  string `xml:"AllowedHeaders"`
+}
+
+// The limits of "Cross-Origin Resource Sharing (CORS) support for the Azure Storage
+// services" and "Set Table Service Properties".
+const (
+	maxCorsRules        = 5
+	maxCorsOrigins      = 64
+	maxCorsItemLength   = 256 // an origin, or an allowed or exposed header
+	maxCorsLiterals     = 64  // literal allowed (or exposed) headers in a rule
+	maxCorsPrefixed     = 2   // prefixed headers (x-ms-meta-*) in a rule
+	maxCorsSettingsSize = 2048
+	minRetentionDays    = 1
+	maxRetentionDays    = 365
+)
+
+// corsMethods are the methods a CORS rule may allow.
+var corsMethods = map[string]bool{"DELETE": true, "GET": true, "HEAD": true, "MERGE": true, "POST": true,
+	"OPTIONS": true, "PUT": true, "PATCH": true}
+
+// defaultServiceProperties are what an account has before any Set: logging and metrics off,
+// no CORS rules.
+func defaultServiceProperties() serviceProperties {
+	return serviceProperties{
+		Logging:       &loggingProperties{Version: "1.0"},
+		HourMetrics:   &metricsProperties{Version: "1.0"},
+		MinuteMetrics: &metricsProperties{Version: "1.0"},
+		Cors:          &corsProperties{},
+	}
+}
+
+// parseServiceProperties reads and validates a Set Table Service Properties body.
+func parseServiceProperties(body []byte) (serviceProperties, *tabula.Error) {
+	var p serviceProperties
+	d := xml.NewDecoder(bytes.NewReader(body))
+	if err := d.Decode(&p); err != nil {
+		return p, withDetail(errInvalidXMLDocument, "the body is not a StorageServiceProperties document: "+err.Error())
+	}
+	if tok, err := d.Token(); err == nil {
+		if _, ok := tok.(xml.CharData); !ok || len(bytes.TrimSpace(tok.(xml.CharData))) != 0 {
+			return p, withDetail(errInvalidXMLDocument, "the body goes on after StorageServiceProperties")
+		}
+	}
+	bad := func(what string) (serviceProperties, *tabula.Error) {
+		return p, withDetail(errInvalidXMLNodeValue, what)
+	}
+	if l := p.Logging; l != nil {
+		if l.Version != "1.0" {
+			return bad("Logging/Version must be 1.0")
+		}
+		if err := l.RetentionPolicy.check("Logging"); err != nil {
+			return p, err
+		}
+	}
+	for _, m := range []struct {
+		name string
+		p    *metricsProperties
+	}{{"HourMetrics", p.HourMetrics}, {"MinuteMetrics", p.MinuteMetrics}} {
+		if m.p == nil {
+			continue
+		}
+		if m.p.Version != "1.0" {
+			return bad(m.name + "/Version must be 1.0")
+		}
+		if m.p.Enabled && m.p.IncludeAPIs == nil {
+			return bad(m.name + "/IncludeAPIs is required when the metrics are enabled")
+		}
+		if !m.p.Enabled {
+			m.p.IncludeAPIs = nil
+		}
+		if err := m.p.RetentionPolicy.check(m.name); err != nil {
+			return p, err
+		}
+	}
+	if p.Cors != nil {
+		if len(p.Cors.Rules) > maxCorsRules {
+			return p, withDetail(errInvalidXMLDocument, strconv.Itoa(len(p.Cors.Rules))+" CORS rules; at most 5 are allowed")
+		}
+		size := 0
+		for i := range p.Cors.Rules {
+			r := &p.Cors.Rules[i]
+			if err := r.check(i); err != nil {
+				return p, err
+			}
+			size += len(r.AllowedOrigins) + len(r.AllowedMethods) + len(r.ExposedHeaders) + len(r.AllowedHeaders) +
+				len(strconv.Itoa(r.MaxAgeInSeconds))
+		}
+		if size > maxCorsSettingsSize {
+			return bad("the CORS rules hold " + strconv.Itoa(size) + " characters; at most 2 KiB are allowed")
+		}
+	}
+	return p, nil
+}
+
+func (r *retentionPolicy) check(owner string) *tabula.Error {
+	if !r.Enabled {
+		r.Days = nil
+		return nil
+	}
+	if r.Days == nil || *r.Days < minRetentionDays || *r.Days > maxRetentionDays {
+		return withDetail(errInvalidXMLNodeValue, owner+"/RetentionPolicy/Days must be 1 to 365 when the policy is enabled")
+	}
+	return nil
+}
+
+// check validates a CORS rule and normalizes its lists (items trimmed, methods upper-case).
+func (r *corsRule) check(i int) *tabula.Error {
+	bad := func(what string) *tabula.Error {
+		return withDetail(errInvalidXMLNodeValue, "CorsRule "+strconv.Itoa(i)+": "+what)
+	}
+	origins := splitList(r.AllowedOrigins)
+	if len(origins) == 0 || len(origins) > maxCorsOrigins {
+		return bad("AllowedOrigins must list 1 to 64 origins")
+	}
+	for _, o := range origins {
+		if len(o) > maxCorsItemLength {
+			return bad("an origin is longer than 256 characters")
+		}
+	}
+	methods := splitList(r.AllowedMethods)
+	if len(methods) == 0 {
+		return bad("AllowedMethods is empty")
+	}
+	for j, m := range methods {
+		methods[j] = strings.ToUpper(m)
+		if !corsMethods[methods[j]] {
+			return bad("method " + m + " is not one of DELETE, GET, HEAD, MERGE, POST, OPTIONS, PUT, PATCH")
+		}
+	}
+	if r.MaxAgeInSeconds < 0 {
+		return bad("MaxAgeInSeconds is negative")
+	}
+	for _, list := range []struct{ name, value string }{{"AllowedHeaders", r.AllowedHeaders}, {"ExposedHeaders", r.ExposedHeaders}} {
+		literals, prefixed := 0, 0
+		for _, h := range splitList(list.value) {
+			if len(h) > maxCorsItemLength {
+				return bad(list.name + " has a header longer than 256 characters")
+			}
+			if strings.HasSuffix(h, "*") && h != "*" {
+				prefixed++
+			} else {
+				literals++
+			}
+		}
+		if literals > maxCorsLiterals || prefixed > maxCorsPrefixed {
+			return bad(list.name + " has more than 64 literal or 2 prefixed headers")
+		}
+	}
+	r.AllowedOrigins = strings.Join(origins, ",")
+	r.AllowedMethods = strings.Join(methods, ",")
+	r.AllowedHeaders = strings.Join(splitList(r.AllowedHeaders), ",")
+	r.ExposedHeaders = strings.Join(splitList(r.ExposedHeaders), ",")
+	return nil
+}
+
+// splitList splits a comma-separated list, trimming items and dropping empty ones.
+func splitList(s string) []string {
+	var out []string
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}
+
+// loadServiceProperties returns the account's stored properties, or the defaults.
+func (c *call) loadServiceProperties() (serviceProperties, *tabula.Error) {
+	p := defaultServiceProperties()
+	doc, err := c.ns.ServiceProperties(c.r.Context())
+	if err != nil {
+		return p, serviceError(err)
+	}
+	if doc == nil {
+		return p, nil
+	}
+	if err := xml.Unmarshal(doc, &p); err != nil {
+		return p, withDetail(tabula.ErrInternal, "stored service properties: "+err.Error())
+	}
+	return p, nil
+}
+
+func (c *call) getServiceProperties() {
+	if err := c.grant.authorize(opService, ""); err != nil {
+		c.fail(err)
+		return
+	}
+	p, err := c.loadServiceProperties()
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	c.sendXML(http.StatusOK, p)
+}
+
+func (c *call) setServiceProperties() {
+	if err := c.grant.authorize(opSetService, ""); err != nil {
+		c.fail(err)
+		return
+	}
+	body, err := c.readBody()
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	set, err := parseServiceProperties(body)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	// An element left out keeps its value; an empty Cors removes every rule.
+	p, err := c.loadServiceProperties()
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	if set.Logging != nil {
+		p.Logging = set.Logging
+	}
+	if set.HourMetrics != nil {
+		p.HourMetrics = set.HourMetrics
+	}
+	if set.MinuteMetrics != nil {
+		p.MinuteMetrics = set.MinuteMetrics
+	}
+	if set.Cors != nil {
+		p.Cors = set.Cors
+	}
+	doc, merr := xml.Marshal(p)
+	if merr != nil {
+		c.fail(withDetail(tabula.ErrInternal, merr.Error()))
+		return
+	}
+	if serr := c.ns.SetServiceProperties(c.r.Context(), doc); serr != nil {
+		c.fail(serviceError(serr))
+		return
+	}
+	c.send(http.StatusAccepted, "", nil)
+}
+
+// serviceStats is the body of Get Table Service Stats. Tabula has one copy of the data, so
+// the secondary is always live and in sync as of now.
+type serviceStats struct {
+	XMLName        xml.Name `xml:"StorageServiceStats"`
+	GeoReplication struct {
+		Status       string `xml:"Status"`
+		LastSyncTime string `xml:"LastSyncTime"`
+	} `xml:"GeoReplication"`
+}
+
+func (c *call) getServiceStats() {
+	if err := c.grant.authorize(opService, ""); err != nil {
+		c.fail(err)
+		return
+	}
+	if !c.secondary {
+		// Only the secondary endpoint answers stats (Get Table Service Stats).
+		c.fail(withDetail(errInvalidQueryParameterValue, "service stats are served by the secondary endpoint, "+c.account+secondarySuffix))
+		return
+	}
+	var st serviceStats
+	st.GeoReplication.Status = "live"
+	st.GeoReplication.LastSyncTime = formatDate(c.now)
+	c.sendXML(http.StatusOK, st)
+}
+
+// sendXML answers with an XML document, declaration first, as the service writes them.
+func (c *call) sendXML(status int, v any) {
+	b, err := xml.Marshal(v)
+	if err != nil {
+		c.fail(withDetail(tabula.ErrInternal, err.Error()))
+		return
+	}
+	c.send(status, "application/xml", append([]byte(`<?xml version="1.0" encoding="utf-8"?>`), b...))
+}
