@@ -74,7 +74,7 @@ func TestNewConsoleHandlerOnOwnMux(t *testing.T) {
 	rep := decodeJSON[reportJSON](t, res)
 	require.Len(t, rep.Tables, 1, "a table without traffic yet is listed too")
 	assert.Equal(t, "orders", rep.Tables[0].Name)
-	assert.True(t, rep.Tables[0].Quiet)
+	assert.Zero(t, rep.Tables[0].Entities)
 	assert.Len(t, rep.Tables[0].Ranges, 1)
 
 	w := httptest.NewRecorder()

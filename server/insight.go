@@ -1,11 +1,9 @@
 package server
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
@@ -31,12 +29,7 @@ func (s *Server) serveInsight(w http.ResponseWriter, r *http.Request, account, p
 		rep := s.db.HeatReport()
 		switch r.URL.Query().Get("format") {
 		case "", "json":
-			out := newReportJSON(rep)
-			if err := s.addQuietTables(r.Context(), &out); err != nil {
-				writeInsightError(w, statusOf(err), err.Error())
-				return
-			}
-			writeInsightJSON(w, http.StatusOK, out)
+			writeInsightJSON(w, http.StatusOK, newReportJSON(rep))
 		case "svg":
 			w.Header().Set("Content-Type", "image/svg+xml")
 			w.Header().Set("Cache-Control", "no-store")
@@ -73,10 +66,7 @@ type reportJSON struct {
 }
 
 type tableJSON struct {
-	Name string `json:"name"`
-	// Quiet is set for a table that exists but has seen no operation since the DB opened:
-	// the simulation has no statistics for it yet (its counts read 0).
-	Quiet     bool        `json:"quiet,omitempty"`
+	Name      string      `json:"name"`
 	Entities  int64       `json:"entities"`
 	Bytes     int64       `json:"bytes"`
 	Rate      float64     `json:"rate"`
@@ -146,33 +136,6 @@ func newReportJSON(rep partition.Report) reportJSON {
 		out.Tables = append(out.Tables, tj)
 	}
 	return out
-}
-
-// addQuietTables lists the tables the heat report does not know yet, in name order: the
-// report covers tables used since the DB opened, the console shows every table.
-func (s *Server) addQuietTables(ctx context.Context, out *reportJSON) error {
-	known := make(map[string]bool, len(out.Tables))
-	for _, t := range out.Tables {
-		known[strings.ToLower(t.Name)] = true
-	}
-	added := false
-	for info, err := range s.db.Tables(ctx, "") {
-		if err != nil {
-			return err
-		}
-		if known[strings.ToLower(info.Name)] {
-			continue
-		}
-		out.Tables = append(out.Tables, tableJSON{
-			Name: info.Name, Quiet: true, HotKeys: []keyJSON{},
-			Ranges: []rangeJSON{{Color: partition.HeatColor(0), History: orZeros(nil)}},
-		})
-		added = true
-	}
-	if added {
-		slices.SortFunc(out.Tables, func(a, b tableJSON) int { return strings.Compare(a.Name, b.Name) })
-	}
-	return nil
 }
 
 // orZeros gives clients a series of HistoryLen values always, zeros for no throttling.

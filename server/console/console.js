@@ -155,7 +155,7 @@
     const card = el('section', { class: 'card table', 'data-table': t.name });
     card.append(el('div', { class: 'table-head' },
       el('h2', {}, 'table ', t.name),
-      el('p', { class: 'note' }, t.quiet ? 'no operation since the server started: no statistics yet' : int(t.ranges.length) + ' range partitions · ' + int(t.entities) + ' entities · ' +
+      el('p', { class: 'note' }, int(t.ranges.length) + ' range partitions · ' + int(t.entities) + ' entities · ' +
         bytes(t.bytes) + ' · ' + rate(t.rate) + ' · ' + int(t.throttled) + ' throttled · ' + t.splits + ' splits · ' + t.merges + ' merges')));
 
     const heat = svg('svg', { viewBox: '0 0 1000 100', preserveAspectRatio: 'none', class: 'heatbar' });
