@@ -39,7 +39,7 @@ func (s *Server) serveInsight(w http.ResponseWriter, r *http.Request, account, p
 			writeInsightError(w, http.StatusBadRequest, "tabula: format must be json or svg")
 		}
 	case "explain":
-		s.explain(w, r)
+		s.explain(w, r, account)
 	default:
 		http.NotFound(w, r)
 	}
@@ -167,14 +167,16 @@ type explainJSON struct {
 	RunError string `json:"runError,omitempty"`
 }
 
-func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
+// explain plans the filter on a table of the signed-in account: each account is its own
+// namespace of tables, as on the service.
+func (s *Server) explain(w http.ResponseWriter, r *http.Request, account string) {
 	q := r.URL.Query()
 	name, filter := q.Get("table"), q.Get("filter")
 	if name == "" {
 		writeInsightError(w, http.StatusBadRequest, "tabula: explain needs table=<name>")
 		return
 	}
-	t := s.db.Table(name)
+	t := s.Namespace(account).Table(name)
 	plan, err := t.Explain(tabula.Query{Filter: filter})
 	if err != nil {
 		writeInsightError(w, statusOf(err), err.Error())

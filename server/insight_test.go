@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -227,4 +228,23 @@ func TestInsightIsReadOnly(t *testing.T) {
 		s.ServeHTTP(w, r)
 		assert.Equal(t, http.StatusMethodNotAllowed, w.Code, path)
 	}
+}
+
+func TestExplainSeesOnlyTheSignedInAccountsTables(t *testing.T) {
+	db := newHarness(t, nil).db
+	other := Account{Name: "other", Keys: []string{DevelopmentAccountKey}}
+	h, err := NewConsoleHandler(db, &Options{Accounts: []Account{DevelopmentAccount(), other}})
+	require.NoError(t, err)
+	_, err = db.Namespace("other").CreateTable(context.Background(), "Orders")
+	require.NoError(t, err)
+
+	explain := func(account string) int {
+		r := httptest.NewRequest(http.MethodGet, "/api/explain?table=Orders&filter="+url.QueryEscape("PartitionKey eq 'a'"), nil)
+		r.SetBasicAuth(account, DevelopmentAccountKey)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w.Code
+	}
+	assert.Equal(t, http.StatusOK, explain("other"), "the account that holds the table")
+	assert.Equal(t, http.StatusNotFound, explain(DevelopmentAccountName), "another account's table is not there")
 }
