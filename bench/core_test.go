@@ -248,20 +248,8 @@ func BenchmarkBatchInsert(b *testing.B) {
 			w := NewWorkload(shape, 6)
 			pk, prefix := w.GUID(), w.RowPrefix(1, 1)
 			b.Run("engine", func(b *testing.B) {
-				b.ReportAllocs()
-				t := createTable(b, openEngine(b, b.TempDir()), "Batch")
-				actions := make([]tabula.Action, size)
-				n := 0
-				for b.Loop() {
-					for i := range actions {
-						actions[i] = tabula.InsertAction(w.Entity(pk, RowKey(prefix, n+i), n+i))
-					}
-					if _, err := t.SubmitTransaction(ctx, actions); err != nil {
-						b.Fatal(err)
-					}
-					n += size
-				}
-				reportRate(b, n, "entities/s")
+				transactionLoop(b, createTable(b, openEngine(b, b.TempDir()), "Batch"), w, pk, prefix, size,
+					func(b *testing.B, n int) { reportRate(b, n, "entities/s") })
 			})
 			b.Run("badger", func(b *testing.B) {
 				// Mirrors SubmitTransaction of N inserts: one read-write transaction in which

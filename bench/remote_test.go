@@ -4,8 +4,6 @@ import (
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
-	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
 	"github.com/tabuladb/tabula"
 	"github.com/tabuladb/tabula/remote"
@@ -40,35 +38,11 @@ func remoteTable(b *testing.B, db *tabula.DB, name string) tabula.TableAPI {
 func BenchmarkRemotePointGet(b *testing.B) {
 	fx := sharedFixture(b)
 	var r ratio
-	get := func(b *testing.B, t tabula.TableAPI, report func(*testing.B, int)) {
-		b.ReportAllocs()
-		n := 0
-		for b.Loop() {
-			k := fx.keys[n%len(fx.keys)]
-			e, err := t.Get(ctx, k.pk, k.rk)
-			if err != nil {
-				b.Fatal(err)
-			}
-			sinkEntity = e
-			n++
-		}
-		report(b, n)
-	}
-	b.Run("engine", func(b *testing.B) { get(b, fx.spread, r.reportEngine) })
+	b.Run("engine", func(b *testing.B) { getLoop(b, fx.spread, fx.keys, r.reportEngine) })
 	b.Run("sdk", func(b *testing.B) {
-		b.ReportAllocs()
-		c := sdkClient(b, fx.engine, "inprocess").NewClient("Spread")
-		n := 0
-		for b.Loop() {
-			k := fx.keys[n%len(fx.keys)]
-			if _, err := c.GetEntity(ctx, k.pk, k.rk, nil); err != nil {
-				b.Fatal(err)
-			}
-			n++
-		}
-		r.reportProtocol(b, n)
+		sdkGetLoop(b, sdkClient(b, fx.engine, "inprocess").NewClient("Spread"), fx.keys, r.reportProtocol)
 	})
-	b.Run("remote", func(b *testing.B) { get(b, remoteTable(b, fx.engine, "Spread"), r.reportProtocol) })
+	b.Run("remote", func(b *testing.B) { getLoop(b, remoteTable(b, fx.engine, "Spread"), fx.keys, r.reportProtocol) })
 }
 
 // BenchmarkRemoteInsert inserts single entities, appending to one partition.
@@ -76,38 +50,18 @@ func BenchmarkRemoteInsert(b *testing.B) {
 	w := NewWorkload(shape, 31)
 	pk, prefix := w.GUID(), w.RowPrefix(1, 1)
 	var r ratio
-	insert := func(b *testing.B, t tabula.TableAPI, report func(*testing.B, int)) {
-		b.ReportAllocs()
-		n := 0
-		for b.Loop() {
-			if _, err := t.Insert(ctx, w.Entity(pk, RowKey(prefix, n), n)); err != nil {
-				b.Fatal(err)
-			}
-			n++
-		}
-		report(b, n)
-	}
 	b.Run("engine", func(b *testing.B) {
-		insert(b, createTable(b, openEngine(b, b.TempDir()), "Insert"), r.reportEngine)
+		insertLoop(b, createTable(b, openEngine(b, b.TempDir()), "Insert"), w, pk, prefix, r.reportEngine)
 	})
 	b.Run("sdk", func(b *testing.B) {
-		b.ReportAllocs()
 		db := openEngine(b, b.TempDir())
 		createTable(b, db, "Insert")
-		c := sdkClient(b, db, "inprocess").NewClient("Insert")
-		n := 0
-		for b.Loop() {
-			if _, err := c.AddEntity(ctx, server.EncodeEntity(w.Entity(pk, RowKey(prefix, n), n)), nil); err != nil {
-				b.Fatal(err)
-			}
-			n++
-		}
-		r.reportProtocol(b, n)
+		sdkInsertLoop(b, sdkClient(b, db, "inprocess").NewClient("Insert"), w, pk, prefix, r.reportProtocol)
 	})
 	b.Run("remote", func(b *testing.B) {
 		db := openEngine(b, b.TempDir())
 		createTable(b, db, "Insert")
-		insert(b, remoteTable(b, db, "Insert"), r.reportProtocol)
+		insertLoop(b, remoteTable(b, db, "Insert"), w, pk, prefix, r.reportProtocol)
 	})
 }
 
@@ -118,47 +72,18 @@ func BenchmarkRemoteTransaction(b *testing.B) {
 	w := NewWorkload(shape, 32)
 	pk, prefix := w.GUID(), w.RowPrefix(1, 1)
 	var r ratio
-	submit := func(b *testing.B, t tabula.TableAPI, report func(*testing.B, int)) {
-		b.ReportAllocs()
-		actions := make([]tabula.Action, size)
-		n := 0
-		for b.Loop() {
-			for i := range actions {
-				actions[i] = tabula.InsertAction(w.Entity(pk, RowKey(prefix, n+i), n+i))
-			}
-			if _, err := t.SubmitTransaction(ctx, actions); err != nil {
-				b.Fatal(err)
-			}
-			n += size
-		}
-		report(b, n)
-	}
 	b.Run("engine", func(b *testing.B) {
-		submit(b, createTable(b, openEngine(b, b.TempDir()), "Batch"), r.reportEngine)
+		transactionLoop(b, createTable(b, openEngine(b, b.TempDir()), "Batch"), w, pk, prefix, size, r.reportEngine)
 	})
 	b.Run("sdk", func(b *testing.B) {
-		b.ReportAllocs()
 		db := openEngine(b, b.TempDir())
 		createTable(b, db, "Batch")
-		c := sdkClient(b, db, "inprocess").NewClient("Batch")
-		actions := make([]aztables.TransactionAction, size)
-		n := 0
-		for b.Loop() {
-			for i := range actions {
-				actions[i] = aztables.TransactionAction{ActionType: aztables.TransactionTypeAdd,
-					Entity: server.EncodeEntity(w.Entity(pk, RowKey(prefix, n+i), n+i))}
-			}
-			if _, err := c.SubmitTransaction(ctx, actions, nil); err != nil {
-				b.Fatal(err)
-			}
-			n += size
-		}
-		r.reportProtocol(b, n)
+		sdkTransactionLoop(b, sdkClient(b, db, "inprocess").NewClient("Batch"), w, pk, prefix, size, r.reportProtocol)
 	})
 	b.Run("remote", func(b *testing.B) {
 		db := openEngine(b, b.TempDir())
 		createTable(b, db, "Batch")
-		submit(b, remoteTable(b, db, "Batch"), r.reportProtocol)
+		transactionLoop(b, remoteTable(b, db, "Batch"), w, pk, prefix, size, r.reportProtocol)
 	})
 }
 
@@ -167,38 +92,9 @@ func BenchmarkRemoteTransaction(b *testing.B) {
 func BenchmarkRemotePage(b *testing.B) {
 	fx := sharedFixture(b)
 	var r ratio
-	page := func(b *testing.B, t tabula.TableAPI, report func(*testing.B, int)) {
-		b.ReportAllocs()
-		q := tabula.Query{Filter: partitionFilter(fx.deepPK)}
-		n := 0
-		for b.Loop() {
-			p, err := t.Query(ctx, q)
-			if err != nil {
-				b.Fatal(err)
-			}
-			n += len(p.Entities)
-			q.Continuation = p.Continuation
-		}
-		report(b, n)
-	}
-	b.Run("engine", func(b *testing.B) { page(b, fx.deep, r.reportEngine) })
+	b.Run("engine", func(b *testing.B) { pageLoop(b, fx.deep, fx.deepPK, r.reportEngine) })
 	b.Run("sdk", func(b *testing.B) {
-		b.ReportAllocs()
-		c := sdkClient(b, fx.engine, "inprocess").NewClient("Deep")
-		opts := &aztables.ListEntitiesOptions{Filter: to.Ptr(partitionFilter(fx.deepPK))}
-		pager := c.NewListEntitiesPager(opts)
-		n := 0
-		for b.Loop() {
-			if !pager.More() {
-				pager = c.NewListEntitiesPager(opts)
-			}
-			p, err := pager.NextPage(ctx)
-			if err != nil {
-				b.Fatal(err)
-			}
-			n += len(p.Entities)
-		}
-		r.reportProtocol(b, n)
+		sdkPageLoop(b, sdkClient(b, fx.engine, "inprocess").NewClient("Deep"), fx.deepPK, r.reportProtocol)
 	})
-	b.Run("remote", func(b *testing.B) { page(b, remoteTable(b, fx.engine, "Deep"), r.reportProtocol) })
+	b.Run("remote", func(b *testing.B) { pageLoop(b, remoteTable(b, fx.engine, "Deep"), fx.deepPK, r.reportProtocol) })
 }

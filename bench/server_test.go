@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
 	"github.com/tabuladb/tabula"
@@ -71,31 +70,13 @@ func BenchmarkServerInsert(b *testing.B) {
 	pk, prefix := w.GUID(), w.RowPrefix(1, 1)
 	var r ratio
 	b.Run("engine", func(b *testing.B) {
-		b.ReportAllocs()
-		t := createTable(b, openEngine(b, b.TempDir()), "Insert")
-		n := 0
-		for b.Loop() {
-			if _, err := t.Insert(ctx, w.Entity(pk, RowKey(prefix, n), n)); err != nil {
-				b.Fatal(err)
-			}
-			n++
-		}
-		r.reportEngine(b, n)
+		insertLoop(b, createTable(b, openEngine(b, b.TempDir()), "Insert"), w, pk, prefix, r.reportEngine)
 	})
 	for _, path := range protocolPaths {
 		b.Run(path, func(b *testing.B) {
-			b.ReportAllocs()
 			db := openEngine(b, b.TempDir())
 			createTable(b, db, "Insert")
-			c := sdkClient(b, db, path).NewClient("Insert")
-			n := 0
-			for b.Loop() {
-				if _, err := c.AddEntity(ctx, server.EncodeEntity(w.Entity(pk, RowKey(prefix, n), n)), nil); err != nil {
-					b.Fatal(err)
-				}
-				n++
-			}
-			r.reportProtocol(b, n)
+			sdkInsertLoop(b, sdkClient(b, db, path).NewClient("Insert"), w, pk, prefix, r.reportProtocol)
 		})
 	}
 }
@@ -105,33 +86,10 @@ func BenchmarkServerInsert(b *testing.B) {
 func BenchmarkServerPointGet(b *testing.B) {
 	fx := sharedFixture(b)
 	var r ratio
-	b.Run("engine", func(b *testing.B) {
-		b.ReportAllocs()
-		n := 0
-		for b.Loop() {
-			k := fx.keys[n%len(fx.keys)]
-			e, err := fx.spread.Get(ctx, k.pk, k.rk)
-			if err != nil {
-				b.Fatal(err)
-			}
-			sinkEntity = e
-			n++
-		}
-		r.reportEngine(b, n)
-	})
+	b.Run("engine", func(b *testing.B) { getLoop(b, fx.spread, fx.keys, r.reportEngine) })
 	for _, path := range protocolPaths {
 		b.Run(path, func(b *testing.B) {
-			b.ReportAllocs()
-			c := sdkClient(b, fx.engine, path).NewClient("Spread")
-			n := 0
-			for b.Loop() {
-				k := fx.keys[n%len(fx.keys)]
-				if _, err := c.GetEntity(ctx, k.pk, k.rk, nil); err != nil {
-					b.Fatal(err)
-				}
-				n++
-			}
-			r.reportProtocol(b, n)
+			sdkGetLoop(b, sdkClient(b, fx.engine, path).NewClient("Spread"), fx.keys, r.reportProtocol)
 		})
 	}
 }
@@ -144,40 +102,13 @@ func BenchmarkServerTransaction(b *testing.B) {
 	pk, prefix := w.GUID(), w.RowPrefix(1, 1)
 	var r ratio
 	b.Run("engine", func(b *testing.B) {
-		b.ReportAllocs()
-		t := createTable(b, openEngine(b, b.TempDir()), "Batch")
-		actions := make([]tabula.Action, size)
-		n := 0
-		for b.Loop() {
-			for i := range actions {
-				actions[i] = tabula.InsertAction(w.Entity(pk, RowKey(prefix, n+i), n+i))
-			}
-			if _, err := t.SubmitTransaction(ctx, actions); err != nil {
-				b.Fatal(err)
-			}
-			n += size
-		}
-		r.reportEngine(b, n)
+		transactionLoop(b, createTable(b, openEngine(b, b.TempDir()), "Batch"), w, pk, prefix, size, r.reportEngine)
 	})
 	for _, path := range protocolPaths {
 		b.Run(path, func(b *testing.B) {
-			b.ReportAllocs()
 			db := openEngine(b, b.TempDir())
 			createTable(b, db, "Batch")
-			c := sdkClient(b, db, path).NewClient("Batch")
-			actions := make([]aztables.TransactionAction, size)
-			n := 0
-			for b.Loop() {
-				for i := range actions {
-					actions[i] = aztables.TransactionAction{ActionType: aztables.TransactionTypeAdd,
-						Entity: server.EncodeEntity(w.Entity(pk, RowKey(prefix, n+i), n+i))}
-				}
-				if _, err := c.SubmitTransaction(ctx, actions, nil); err != nil {
-					b.Fatal(err)
-				}
-				n += size
-			}
-			r.reportProtocol(b, n)
+			sdkTransactionLoop(b, sdkClient(b, db, path).NewClient("Batch"), w, pk, prefix, size, r.reportProtocol)
 		})
 	}
 }
@@ -187,40 +118,11 @@ func BenchmarkServerTransaction(b *testing.B) {
 // (BenchmarkPartitionScan through the protocol).
 func BenchmarkServerPage(b *testing.B) {
 	fx := sharedFixture(b)
-	filter := partitionFilter(fx.deepPK)
 	var r ratio
-	b.Run("engine", func(b *testing.B) {
-		b.ReportAllocs()
-		q := tabula.Query{Filter: filter}
-		n := 0
-		for b.Loop() {
-			page, err := fx.deep.Query(ctx, q)
-			if err != nil {
-				b.Fatal(err)
-			}
-			n += len(page.Entities)
-			q.Continuation = page.Continuation
-		}
-		r.reportEngine(b, n)
-	})
+	b.Run("engine", func(b *testing.B) { pageLoop(b, fx.deep, fx.deepPK, r.reportEngine) })
 	for _, path := range protocolPaths {
 		b.Run(path, func(b *testing.B) {
-			b.ReportAllocs()
-			c := sdkClient(b, fx.engine, path).NewClient("Deep")
-			opts := &aztables.ListEntitiesOptions{Filter: to.Ptr(filter)}
-			pager := c.NewListEntitiesPager(opts)
-			n := 0
-			for b.Loop() {
-				if !pager.More() {
-					pager = c.NewListEntitiesPager(opts)
-				}
-				page, err := pager.NextPage(ctx)
-				if err != nil {
-					b.Fatal(err)
-				}
-				n += len(page.Entities)
-			}
-			r.reportProtocol(b, n)
+			sdkPageLoop(b, sdkClient(b, fx.engine, path).NewClient("Deep"), fx.deepPK, r.reportProtocol)
 		})
 	}
 }

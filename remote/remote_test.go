@@ -26,6 +26,18 @@ func inProcess(t *testing.T, srv *tabulatest.Server) *remote.Options {
 		Transport: srv.Transport(), Retry: policy.RetryOptions{MaxRetries: -1}}}
 }
 
+// newTable creates the named table on a fresh in-process server and returns it through a
+// client dialled with the development account's key.
+func newTable(t *testing.T, name string) tabula.TableAPI {
+	t.Helper()
+	srv := tabulatest.NewInProcess(t, nil)
+	c, err := remote.Dial(srv.ConnectionString(), inProcess(t, srv))
+	require.NoError(t, err)
+	tbl, err := c.CreateTable(context.Background(), name)
+	require.NoError(t, err)
+	return tbl
+}
+
 // accountSAS signs an account SAS for the server's development account.
 func accountSAS(t *testing.T, srv *tabulatest.Server, perms aztables.AccountSASPermissions) string {
 	t.Helper()
@@ -154,12 +166,8 @@ func TestTransportFailure(t *testing.T) {
 // anything is sent, with the failing index; a kind no one knows is InvalidInput, as on the
 // engine.
 func TestUnknownActionKind(t *testing.T) {
-	srv := tabulatest.NewInProcess(t, nil)
-	c, err := remote.Dial(srv.ConnectionString(), inProcess(t, srv))
-	require.NoError(t, err)
-	tbl, err := c.CreateTable(context.Background(), "Kinds")
-	require.NoError(t, err)
-	_, err = tbl.SubmitTransaction(context.Background(), []tabula.Action{
+	tbl := newTable(t, "Kinds")
+	_, err := tbl.SubmitTransaction(context.Background(), []tabula.Action{
 		tabula.InsertAction(tabula.Entity{PartitionKey: "p", RowKey: "a"}),
 		{Kind: tabula.ActionKind(42), Entity: tabula.Entity{PartitionKey: "p", RowKey: "b"}},
 	})
@@ -171,11 +179,7 @@ func TestUnknownActionKind(t *testing.T) {
 
 // The plan is unknown remotely, and says so.
 func TestPlanUnavailable(t *testing.T) {
-	srv := tabulatest.NewInProcess(t, nil)
-	c, err := remote.Dial(srv.ConnectionString(), inProcess(t, srv))
-	require.NoError(t, err)
-	tbl, err := c.CreateTable(context.Background(), "Plans")
-	require.NoError(t, err)
+	tbl := newTable(t, "Plans")
 	page, err := tbl.Query(context.Background(), tabula.Query{Filter: "PartitionKey eq 'p'"})
 	require.NoError(t, err)
 	assert.Equal(t, tabula.PlanUnavailable, page.Plan.Kind)

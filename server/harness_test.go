@@ -66,6 +66,12 @@ type request struct {
 // x-ms-date, as the Go SDK signs) and returns the response.
 func (h *harness) do(r request) *http.Response {
 	h.t.Helper()
+	return serveRequest(h.s, r)
+}
+
+// serveRequest builds r as harness.do describes, signs it unless r.unsigned, and serves it
+// through handler.
+func serveRequest(handler http.Handler, r request) *http.Response {
 	req := httptest.NewRequest(r.method, r.target, strings.NewReader(r.body))
 	req.Host = "127.0.0.1:10002"
 	if r.body == "" {
@@ -81,7 +87,7 @@ func (h *harness) do(r request) *http.Response {
 		signLite(req, DevelopmentAccountName, DevelopmentAccountKey, testNow)
 	}
 	rec := httptest.NewRecorder()
-	h.s.ServeHTTP(rec, req)
+	handler.ServeHTTP(rec, req)
 	return rec.Result()
 }
 

@@ -43,23 +43,7 @@ func newLoggedHarness(t *testing.T, json bool) *loggedHarness {
 // do serves r, signed as harness.do signs, through the request log.
 func (h *loggedHarness) do(r request) *http.Response {
 	h.t.Helper()
-	req := httptest.NewRequest(r.method, r.target, strings.NewReader(r.body))
-	req.Host = "127.0.0.1:10002"
-	if r.body == "" {
-		req.Body = http.NoBody
-		req.ContentLength = 0
-	}
-	req.Header.Set("x-ms-version", "2019-02-02")
-	req.Header.Set("DataServiceVersion", "3.0")
-	for k, v := range r.header {
-		req.Header.Set(k, v)
-	}
-	if !r.unsigned {
-		signLite(req, DevelopmentAccountName, DevelopmentAccountKey, testNow)
-	}
-	rec := httptest.NewRecorder()
-	h.handler.ServeHTTP(rec, req)
-	return rec.Result()
+	return serveRequest(h.handler, r)
 }
 
 // requests runs one request of each kind the log reports differently.

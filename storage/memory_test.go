@@ -261,28 +261,23 @@ func TestMemoryConcurrentTransactions(t *testing.T) {
 			}
 		})
 	}
-	// Readers see consistent totals throughout.
-	for range 50 {
-		require.NoError(t, db.View(func(txn *Txn) error {
-			total := uint64(0)
-			for i := range accounts {
-				total += balance(txn, account(i))
-			}
-			assert.Equal(t, uint64(accounts*100), total)
-			return nil
-		}))
-	}
-	wg.Wait()
-	assert.Len(t, scanKeys(t, db, []byte("slot"), []byte("slou")), limit)
-	assert.Equal(t, int64(limit), inserted.Load())
-	require.NoError(t, db.View(func(txn *Txn) error {
+	// sumIsKept checks, in one snapshot, that the transfers kept the accounts' total.
+	sumIsKept := func(txn *Txn) error {
 		total := uint64(0)
 		for i := range accounts {
 			total += balance(txn, account(i))
 		}
 		assert.Equal(t, uint64(accounts*100), total)
 		return nil
-	}))
+	}
+	// Readers see consistent totals throughout.
+	for range 50 {
+		require.NoError(t, db.View(sumIsKept))
+	}
+	wg.Wait()
+	assert.Len(t, scanKeys(t, db, []byte("slot"), []byte("slou")), limit)
+	assert.Equal(t, int64(limit), inserted.Load())
+	require.NoError(t, db.View(sumIsKept))
 }
 
 // A closed store refuses further use rather than answering from data it let go.
