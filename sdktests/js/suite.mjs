@@ -37,13 +37,19 @@ before(async () => {
   proc = spawn(bin, ["serve", "--addr", "127.0.0.1:0", "--in-memory", "--accounts", `${devName}:${devKey};${otherName}:${otherKey}`], {
     stdio: ["ignore", "pipe", "inherit"],
   });
+  // The endpoint is the development account's TableEndpoint in the banner's connection
+  // string, less the account; a server that prints none within a minute fails the suite.
   endpoint = await new Promise((resolve, reject) => {
     let out = "";
+    const timer = setTimeout(() => reject(new Error(`no connection string in tabula's banner: ${out}`)), 60_000);
     proc.on("exit", (code) => reject(new Error(`tabula exited with ${code}: ${out}`)));
     proc.stdout.on("data", (chunk) => {
       out += chunk;
-      const m = /serving the Azure Table API at (http:\/\/\S+) /.exec(out);
-      if (m) resolve(m[1]);
+      const m = new RegExp(`TableEndpoint=(http://[^;\\s]+)/${devName}`).exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
     });
   });
 });
