@@ -370,4 +370,3 @@ func BenchmarkWireNoMatchScan(b *testing.B) {
 		b.ReportMetric(float64(requests)/float64(n), "requests/scan")
 	}
 }
-
