@@ -5,9 +5,12 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"hash"
+	"io"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tabuladb/tabula"
@@ -118,14 +121,32 @@ func (s *Server) checkSharedKey(c *call, keys [][]byte, auth, rawPath string) st
 }
 
 func signedBy(keys [][]byte, stringToSign string, want []byte) bool {
+	var sum [sha256.Size]byte
 	for _, k := range keys {
-		m := hmac.New(sha256.New, k)
-		m.Write([]byte(stringToSign))
-		if hmac.Equal(m.Sum(nil), want) {
+		pool := keyedHashes(k)
+		m := pool.Get().(hash.Hash)
+		m.Reset()
+		_, _ = io.WriteString(m, stringToSign)
+		ok := hmac.Equal(m.Sum(sum[:0]), want)
+		pool.Put(m)
+		if ok {
 			return true
 		}
 	}
 	return false
+}
+
+// hmacPools holds, per account key, a pool of HMAC-SHA256 states keyed with it: setting a
+// key up (hashing its pads) costs as much as signing a short string, so requests reuse it.
+var hmacPools sync.Map // string(key) -> *sync.Pool of hash.Hash
+
+func keyedHashes(key []byte) *sync.Pool {
+	if p, ok := hmacPools.Load(string(key)); ok {
+		return p.(*sync.Pool)
+	}
+	k := bytes.Clone(key)
+	p, _ := hmacPools.LoadOrStore(string(k), &sync.Pool{New: func() any { return hmac.New(sha256.New, k) }})
+	return p.(*sync.Pool)
 }
 
 // sasParameters are the query parameters a SAS signs or is made of; each may appear once,

@@ -57,7 +57,7 @@ func (c *call) batch() {
 		c.fail(invalidInput(msgBatchNotMultipart, "reading the batch: "+rerr.Error()))
 		return
 	}
-	data, rerr := io.ReadAll(part)
+	data, rerr := readPart(part, make([]byte, 0, len(body)))
 	if rerr != nil {
 		c.fail(invalidInput(msgBatchNotMultipart, "reading the batch: "+rerr.Error()))
 		return
@@ -79,10 +79,34 @@ func (c *call) batch() {
 	}
 }
 
+// actionOperations is the operation a SAS must allow for each kind of change-set action.
+var actionOperations = map[tabula.ActionKind]operation{tabula.ActionInsert: opInsert, tabula.ActionUpdate: opUpdate,
+	tabula.ActionUpsert: opUpsert, tabula.ActionDelete: opDelete}
+
+// readPart appends a part's bytes to buf, whose capacity is expected to hold them all.
+func readPart(r io.Reader, buf []byte) ([]byte, error) {
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+}
+
 // changeSet runs the operations of a change set as one transaction.
 func (c *call) changeSet(data []byte, boundary string) {
 	mr := multipart.NewReader(bytes.NewReader(data), boundary)
 	var ops []batchOp
+	// The parts are read into one buffer as long as the change set, which they cannot
+	// outgrow: each part's bytes are a slice of it, with no copy per part.
+	arena := make([]byte, 0, len(data))
 	var (
 		table    string
 		firstBad = -1 // index of the first operation that could not become an action
@@ -95,7 +119,11 @@ func (c *call) changeSet(data []byte, boundary string) {
 		}
 		var pdata []byte
 		if err == nil {
-			pdata, err = io.ReadAll(part)
+			pdata, err = readPart(part, arena[len(arena):])
+			if cap(pdata) == cap(arena)-len(arena) {
+				arena = arena[:len(arena)+len(pdata)]
+			}
+			pdata = pdata[:len(pdata):len(pdata)]
 		}
 		if err != nil {
 			c.fail(invalidInput(msgBatchNotMultipart, "reading the change set: "+err.Error()))
@@ -112,8 +140,7 @@ func (c *call) changeSet(data []byte, boundary string) {
 		}
 		if opErr == nil && op.req != nil {
 			// A SAS must allow every operation; the service refuses the whole batch if not.
-			kind := map[tabula.ActionKind]operation{tabula.ActionInsert: opInsert, tabula.ActionUpdate: opUpdate,
-				tabula.ActionUpsert: opUpsert, tabula.ActionDelete: opDelete}[op.action.Kind]
+			kind := actionOperations[op.action.Kind]
 			if err := c.checkEntityAccess(kind, op.req.res.table, op.action.Entity.PartitionKey, op.action.Entity.RowKey); err != nil {
 				c.fail(err)
 				return
@@ -227,7 +254,8 @@ func (c *call) parseSubRequest(data []byte) (*subRequest, *tabula.Error) {
 	bad := func(why string) (*subRequest, *tabula.Error) {
 		return nil, invalidInput("", "batch operation: "+why)
 	}
-	br := bufio.NewReader(bytes.NewReader(data))
+	src := bytes.NewReader(data)
+	br := bufio.NewReaderSize(src, 1024) // longer lines are read in pieces
 	tp := textproto.NewReader(br)
 	var line string
 	for line == "" {
@@ -245,7 +273,8 @@ func (c *call) parseSubRequest(data []byte) (*subRequest, *tabula.Error) {
 	if err != nil && err != io.EOF {
 		return bad("malformed headers: " + err.Error())
 	}
-	body, _ := io.ReadAll(br) // reading from memory cannot fail
+	// The body is the rest of data, after what the header reader consumed.
+	body := data[len(data)-src.Len()-br.Buffered():]
 	u, err := url.ParseRequestURI(fields[1])
 	if err != nil {
 		return bad("malformed URL " + strconv.Quote(fields[1]))

@@ -246,7 +246,11 @@ func (c *call) queryEntities(table string) {
 		page = tabula.Page{}
 	}
 	w := c.entityWriter(lvl, table, q.Select)
-	b := make([]byte, 0, 256+256*len(page.Entities))
+	size := 256
+	for i := range page.Entities {
+		size += entitySize(&page.Entities[i])
+	}
+	b := make([]byte, 0, size)
 	b = append(b, '{')
 	if lvl != levelNone {
 		meta := c.base + "/$metadata#" + table

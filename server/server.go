@@ -335,7 +335,14 @@ func (c *call) readBody() ([]byte, *tabula.Error) {
 	if c.r.Body == nil {
 		return nil, nil
 	}
-	data, err := io.ReadAll(io.LimitReader(c.r.Body, MaxRequestBody+1))
+	var data []byte
+	var err error
+	if n := c.r.ContentLength; n >= 0 {
+		// Sized from Content-Length, one byte more to see the end without growing.
+		data, err = readPart(io.LimitReader(c.r.Body, MaxRequestBody+1), make([]byte, 0, n+1))
+	} else {
+		data, err = io.ReadAll(io.LimitReader(c.r.Body, MaxRequestBody+1))
+	}
 	if err != nil {
 		return nil, invalidInput("", "reading the request body: "+err.Error())
 	}
