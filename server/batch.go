@@ -195,7 +195,7 @@ func (c *call) changeSetOp(data []byte, contentID string) (batchOp, *tabula.Erro
 	}
 	req.contentID = contentID
 	op := batchOp{req: req, prefer: preferenceOf(req.header)}
-	if op.level, err = negotiate(req.query.Get("$format"), req.header.Get("Accept")); err != nil {
+	if op.level, err = negotiateCommon(req.query.Get("$format"), req.header.Get("Accept")); err != nil {
 		return op, err
 	}
 	switch {
@@ -336,13 +336,25 @@ func (c *call) newBatchWriter(changeSet bool) *batchWriter {
 
 // part writes one HTTP response as a part: status, headers (name, value pairs) and body.
 func (w *batchWriter) part(contentID string, status int, headers []string, body []byte) {
-	w.buf.WriteString("--" + w.boundary + "\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n")
+	b := &w.buf
+	b.WriteString("--")
+	b.WriteString(w.boundary)
+	b.WriteString("\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n")
 	if contentID != "" {
-		w.buf.WriteString("Content-ID: " + contentID + "\r\n")
+		b.WriteString("Content-ID: ")
+		b.WriteString(contentID)
+		b.WriteString("\r\n")
 	}
-	w.buf.WriteString("\r\nHTTP/1.1 " + strconv.Itoa(status) + " " + http.StatusText(status) + "\r\n")
+	b.WriteString("\r\nHTTP/1.1 ")
+	b.Write(strconv.AppendInt(b.AvailableBuffer(), int64(status), 10))
+	b.WriteString(" ")
+	b.WriteString(http.StatusText(status))
+	b.WriteString("\r\n")
 	for i := 0; i+1 < len(headers); i += 2 {
-		w.buf.WriteString(headers[i] + ": " + headers[i+1] + "\r\n")
+		b.WriteString(headers[i])
+		b.WriteString(": ")
+		b.WriteString(headers[i+1])
+		b.WriteString("\r\n")
 	}
 	w.buf.WriteString("\r\n")
 	w.buf.Write(body)
@@ -361,16 +373,20 @@ func (w *batchWriter) finish() {
 func (c *call) changeSetSuccess(ops []batchOp, results []tabula.ActionResult) {
 	noteEntities(c.w, len(ops))
 	w := c.newBatchWriter(true)
+	w.buf.Grow(512 * len(ops)) // a no-content part is about 400 bytes
+	var scratch []string       // each part's headers, reused
 	for i, op := range ops {
 		a, r := &op.action, results[i]
 		var headers []string
 		switch a.Kind {
 		case tabula.ActionInsert:
 			location := op.req.base + "/" + op.req.res.table + keyPredicate(a.Entity.PartitionKey, a.Entity.RowKey)
-			headers = []string{"X-Content-Type-Options", "nosniff", "Cache-Control", "no-cache"}
+			headers = append(scratch[:0], "X-Content-Type-Options", "nosniff", "Cache-Control", "no-cache")
+			scratch = headers
 			if op.prefer == "return-no-content" {
 				headers = append(headers, "Preference-Applied", "return-no-content", "DataServiceVersion", "3.0;",
 					"Location", location, "DataServiceId", location, "ETag", string(r.ETag))
+				scratch = headers
 				w.part(op.req.contentID, http.StatusNoContent, headers, nil)
 				continue
 			}

@@ -405,8 +405,10 @@ func (c *call) jsonRequest(op operation, table string) (level, []byte, bool) {
 
 // jsonBody checks the request body's Content-Type and reads the body.
 func (c *call) jsonBody() ([]byte, *tabula.Error) {
-	if err := checkBodyType(c.r.Header.Get("Content-Type")); err != nil {
-		return nil, err
+	if ct := c.r.Header.Get("Content-Type"); ct != "application/json" { // what SDKs send, accepted as is
+		if err := checkBodyType(ct); err != nil {
+			return nil, err
+		}
 	}
 	return c.readBody()
 }
@@ -419,7 +421,29 @@ func (c *call) checkEntityAccess(op operation, table, pk, rk string) *tabula.Err
 }
 
 func (c *call) negotiate() (level, *tabula.Error) {
-	return negotiate(c.query.Get("$format"), c.r.Header.Get("Accept"))
+	return negotiateCommon(c.query.Get("$format"), c.r.Header.Get("Accept"))
+}
+
+// negotiateCommon is negotiate, answering the media types SDKs send without parsing them.
+func negotiateCommon(format, accept string) (level, *tabula.Error) {
+	mt := format
+	if mt == "" {
+		mt = accept
+	}
+	// The media types SDKs send, spelled exactly so, without parsing them again.
+	if lvl, ok := commonMediaTypes[mt]; ok {
+		return lvl, nil
+	}
+	return negotiate(format, accept)
+}
+
+// commonMediaTypes are the levels of the $format and Accept values SDKs send, as negotiate
+// reads them.
+var commonMediaTypes = map[string]level{
+	"application/json;odata=minimalmetadata": levelMinimal,
+	"application/json;odata=nometadata":      levelNone,
+	"application/json;odata=fullmetadata":    levelFull,
+	"application/json":                       levelMinimal,
 }
 
 func (c *call) entityWriter(lvl level, table string, selected []string) *entityWriter {
