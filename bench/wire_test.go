@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -22,9 +23,13 @@ import (
 // signs) outside the measured time, and only ServeHTTP is timed, into a ResponseWriter
 // that keeps the status, the headers and the body in reused buffers. The same work is
 // done on the engine directly in the same loop, one operation of each in turn, so that
-// the ratio http/engine (server time ÷ engine time) holds steady on a loaded machine.
-// Both run on one in-memory database (tabula.OpenInMemory), whatever TABULA_BENCH_STORE
-// says. Reported per operation: engine-ns/op, http-ns/op and http/engine.
+// the ratio holds steady on a loaded machine. Each side is measured in CPU time of the
+// benchmark's thread (CLOCK_THREAD_CPUTIME_ID on Linux, the goroutine locked to its thread),
+// which other processes on the machine do not inflate, and in wall time. Both run on one
+// in-memory database (tabula.OpenInMemory), whatever TABULA_BENCH_STORE says. Reported per
+// operation: engine-cpu-ns/op, http-cpu-ns/op and their ratio http/engine (CPU), and the
+// wall-time figures engine-ns/op, http-ns/op and http/engine-wall. Where the thread clock
+// cannot be read, http/engine is the wall-time ratio.
 
 // wireWriter is a minimal http.ResponseWriter whose buffers are reused between requests.
 type wireWriter struct {
@@ -57,8 +62,15 @@ type wire struct {
 	h   http.Handler
 	key []byte
 	out wireWriter
-	// engine and http accumulate the measured time of each side.
-	engine, http time.Duration
+	// engine and http accumulate the measured wall time of each side, engineCPU and
+	// httpCPU their CPU time; cpu says whether the thread clock is read.
+	engine, http       time.Duration
+	engineCPU, httpCPU time.Duration
+	cpu                bool
+	// Each measurement's own cost (reading the clocks), measured once and taken off each
+	// side's total per measurement.
+	overWall, overCPU      time.Duration
+	engineCalls, httpCalls int
 }
 
 func newWire(b *testing.B) *wire {
@@ -76,7 +88,29 @@ func newWire(b *testing.B) *wire {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return &wire{db: db, h: h, key: key, out: wireWriter{h: http.Header{}}}
+	runtime.LockOSThread()
+	b.Cleanup(runtime.UnlockOSThread)
+	_, cpu := threadCPU()
+	w := &wire{db: db, h: h, key: key, out: wireWriter{h: http.Header{}}, cpu: cpu}
+	const calibrations = 10_000
+	var wall, cpuTime time.Duration
+	for range calibrations {
+		w.measure(&wall, &cpuTime, func() {})
+	}
+	w.overWall, w.overCPU = wall/calibrations, cpuTime/calibrations
+	return w
+}
+
+// measure runs f and adds its wall and CPU time to wall and cpu.
+func (w *wire) measure(wall, cpu *time.Duration, f func()) {
+	c0, _ := threadCPU()
+	start := time.Now()
+	f()
+	*wall += time.Since(start)
+	if w.cpu {
+		c1, _ := threadCPU()
+		*cpu += c1 - c0
+	}
 }
 
 // request builds a signed request for target (path and query as on the wire, after the
@@ -117,9 +151,8 @@ func (w *wire) request(b *testing.B, method, target string, header map[string]st
 // serve times one request; it fails b unless the status is want.
 func (w *wire) serve(b *testing.B, req *http.Request, want int) {
 	w.out.reset()
-	start := time.Now()
-	w.h.ServeHTTP(&w.out, req)
-	w.http += time.Since(start)
+	w.measure(&w.http, &w.httpCPU, func() { w.h.ServeHTTP(&w.out, req) })
+	w.httpCalls++
 	if w.out.code != want {
 		b.Fatalf("%s %s: status %d, want %d: %s", req.Method, req.URL, w.out.code, want, w.out.body.String())
 	}
@@ -127,9 +160,9 @@ func (w *wire) serve(b *testing.B, req *http.Request, want int) {
 
 // timeEngine times one call of the engine.
 func (w *wire) timeEngine(b *testing.B, f func() error) {
-	start := time.Now()
-	err := f()
-	w.engine += time.Since(start)
+	var err error
+	w.measure(&w.engine, &w.engineCPU, func() { err = f() })
+	w.engineCalls++
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -140,9 +173,20 @@ func (w *wire) report(b *testing.B, ops int) {
 	if ops == 0 || w.engine == 0 {
 		return
 	}
+	w.engine -= time.Duration(w.engineCalls) * w.overWall
+	w.http -= time.Duration(w.httpCalls) * w.overWall
+	w.engineCPU -= time.Duration(w.engineCalls) * w.overCPU
+	w.httpCPU -= time.Duration(w.httpCalls) * w.overCPU
 	b.ReportMetric(float64(w.engine.Nanoseconds())/float64(ops), "engine-ns/op")
 	b.ReportMetric(float64(w.http.Nanoseconds())/float64(ops), "http-ns/op")
-	b.ReportMetric(float64(w.http)/float64(w.engine), "http/engine")
+	if !w.cpu || w.engineCPU == 0 {
+		b.ReportMetric(float64(w.http)/float64(w.engine), "http/engine")
+		return
+	}
+	b.ReportMetric(float64(w.http)/float64(w.engine), "http/engine-wall")
+	b.ReportMetric(float64(w.engineCPU.Nanoseconds())/float64(ops), "engine-cpu-ns/op")
+	b.ReportMetric(float64(w.httpCPU.Nanoseconds())/float64(ops), "http-cpu-ns/op")
+	b.ReportMetric(float64(w.httpCPU)/float64(w.engineCPU), "http/engine")
 }
 
 // load fills table with parts partitions of rows entities of 1 KiB, 100 per transaction,
@@ -367,6 +411,9 @@ func BenchmarkWireNoMatchScan(b *testing.B) {
 	w.report(b, n)
 	if n > 0 {
 		b.ReportMetric(float64(w.http.Nanoseconds())/float64(n*parts*rows), "http-ns/entity")
+		if w.cpu {
+			b.ReportMetric(float64(w.httpCPU.Nanoseconds())/float64(n*parts*rows), "http-cpu-ns/entity")
+		}
 		b.ReportMetric(float64(requests)/float64(n), "requests/scan")
 	}
 }
