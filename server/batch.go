@@ -309,7 +309,7 @@ func (c *call) parseSubRequest(data []byte) (*subRequest, *tabula.Error) {
 }
 
 func preferenceOf(h textproto.MIMEHeader) string {
-	return preference(&http.Request{Header: http.Header(h)})
+	return preferenceIn(http.Header(h))
 }
 
 // batchWriter writes the multipart response of a batch, byte for byte in the service's layout (REST

@@ -514,8 +514,13 @@ func isEntityTag(s string) bool {
 
 // preference returns return-no-content or return-content when the Prefer header asks for
 // one (only Insert Entity and Create Table honour it, as their REST documentation pages say).
-func preference(r *http.Request) string {
-	for _, v := range r.Header.Values("Prefer") {
+func preference(r *http.Request) string { return preferenceIn(r.Header) }
+
+func preferenceIn(h http.Header) string {
+	for _, v := range h.Values("Prefer") {
+		if v == "return-no-content" || v == "return-content" { // as SDKs send it
+			return v
+		}
 		for _, p := range strings.Split(v, ",") {
 			switch p = strings.ToLower(strings.TrimSpace(p)); p {
 			case "return-no-content", "return-content":
