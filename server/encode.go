@@ -292,6 +292,12 @@ func appendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); i++ {
+		for i+8 <= len(s) && plainWord(s[i:i+8]) {
+			i += 8
+		}
+		if i == len(s) {
+			break
+		}
 		c := s[i]
 		if c >= 0x20 && c != '"' && c != '\\' {
 			continue
@@ -318,6 +324,20 @@ func appendJSONString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// plainWord reports whether none of the eight bytes of s needs escaping in a JSON string:
+// none is below 0x20, a quote or a backslash (bytes of multi-byte UTF-8 are all above 0x7F).
+func plainWord(s string) bool {
+	x := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	control := (x - 0x20*ones) & ^x & highs // a byte below 0x20
+	q := x ^ ('"' * ones)
+	quote := (q - ones) & ^q & highs // a zero byte of q: a quote
+	bs := x ^ ('\\' * ones)
+	backslash := (bs - ones) & ^bs & highs
+	return control|quote|backslash == 0
 }
 
 // keyPredicate is the service's address of an entity within its table:
