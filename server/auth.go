@@ -93,7 +93,7 @@ func (s *Server) checkSharedKey(c *call, keys [][]byte, auth, rawPath string) st
 			resources[i] += "?comp=" + c.query.Get("comp")
 		}
 	}
-	for _, date := range []string{c.r.Header.Get("x-ms-date"), c.r.Header.Get("Date")} {
+	for _, date := range []string{c.r.Header.Get("X-Ms-Date"), c.r.Header.Get("Date")} {
 		if date == "" {
 			continue
 		}

@@ -138,12 +138,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c := &call{s: s, w: w, r: r, id: s.newID(), now: s.clock()}
 	h := w.Header()
 	setHeader(h, "x-ms-request-id", c.id)
-	if v := r.Header.Get("x-ms-version"); v != "" {
+	if v := r.Header.Get("X-Ms-Version"); v != "" {
 		setHeader(h, "x-ms-version", v)
 	} else {
 		setHeader(h, "x-ms-version", DefaultVersion)
 	}
-	if v := r.Header.Get("x-ms-client-request-id"); v != "" {
+	if v := r.Header.Get("X-Ms-Client-Request-Id"); v != "" {
 		setHeader(h, "x-ms-client-request-id", v)
 	}
 	h.Set("Date", formatDate(c.now))
@@ -184,7 +184,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g, aerr := s.authenticate(c, rawPath)
 	if aerr == nil && g == nil {
 		// A SAS request runs at its signed version (sv); the header matters otherwise.
-		aerr = checkVersion(r.Header.Get("x-ms-version"))
+		aerr = checkVersion(r.Header.Get("X-Ms-Version"))
 	}
 	if aerr != nil {
 		c.fail(aerr)
