@@ -327,6 +327,9 @@ func newRequestID() string {
 	return tabula.Guid(b).String()
 }
 
+// presizedBody is the most readBody allocates for a body before reading it.
+const presizedBody = 256 << 10
+
 // readBody reads the request body, refusing more than MaxRequestBody bytes.
 func (c *call) readBody() ([]byte, *tabula.Error) {
 	if c.r.ContentLength > MaxRequestBody {
@@ -338,8 +341,10 @@ func (c *call) readBody() ([]byte, *tabula.Error) {
 	var data []byte
 	var err error
 	if n := c.r.ContentLength; n >= 0 {
-		// Sized from Content-Length, one byte more to see the end without growing.
-		data, err = readPart(io.LimitReader(c.r.Body, MaxRequestBody+1), make([]byte, 0, n+1))
+		// Sized from Content-Length, one byte more to see the end without growing; but no
+		// more than presizedBody before the bytes arrive, so that a client declaring 4 MiB
+		// and sending nothing does not hold 4 MiB of the server's memory.
+		data, err = readPart(io.LimitReader(c.r.Body, MaxRequestBody+1), make([]byte, 0, min(n+1, presizedBody)))
 	} else {
 		data, err = io.ReadAll(io.LimitReader(c.r.Body, MaxRequestBody+1))
 	}
