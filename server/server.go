@@ -6,6 +6,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/textproto"
 	"net/url"
 	"strconv"
 	"strings"
@@ -394,8 +395,22 @@ func (c *call) send(status int, contentType string, body []byte) {
 // DataServiceId, x-ms-request-id), rather than Go's canonical form; header names are
 // case-insensitive, but what goes on the wire is then the service's bytes.
 func setHeader(h http.Header, name, value string) {
-	h.Del(name)
+	if len(h) > 0 {
+		delete(h, canonicalName(name)) // h.Del(name), without converting name each time
+	}
 	h[name] = []string{value}
+}
+
+// canonicalNames caches textproto.CanonicalMIMEHeaderKey for setHeader's names, which are
+// constants of this package.
+var canonicalNames sync.Map
+
+func canonicalName(name string) string {
+	if c, ok := canonicalNames.Load(name); ok {
+		return c.(string)
+	}
+	c, _ := canonicalNames.LoadOrStore(name, textproto.CanonicalMIMEHeaderKey(name))
+	return c.(string)
 }
 
 // parseQuery splits a query string on '&' only: the service, unlike Go's url.ParseQuery,
