@@ -596,18 +596,43 @@ type scanner struct {
 	rec        scanRecord
 	decode     func(value []byte) error // decodeRecord, bound once rather than per entity
 	full       bool                     // the page holds Top entities; the next key seen becomes the token
+	matched    bool                     // the filter accepts the record decoded last
 }
 
-// decodeRecord decodes a value into the record under examination.
+// decodeRecord decodes a value into the record under examination and decides the filter.
+// A residual filter is evaluated on views of the stored bytes, valid only during this call;
+// only a record it accepts has its strings copied, so a scan that rejects most records does
+// not copy their strings.
 func (s *scanner) decodeRecord(value []byte) (err error) {
+	if s.p.filter.exact {
+		s.rec.ticks, err = s.dec.each(value, nil, s.rec.add)
+		s.matched = err == nil
+		return err
+	}
+	s.dec.views = true
 	s.rec.ticks, err = s.dec.each(value, nil, s.rec.add)
-	return err
+	s.dec.views = false
+	if err != nil {
+		s.matched = false
+		return err
+	}
+	s.matched = s.p.filter.pred.Match(&s.rec)
+	if s.matched {
+		for i, v := range s.rec.values {
+			if v.Type == odata.String {
+				s.rec.values[i].Str = strings.Clone(v.Str)
+			}
+		}
+	} else {
+		clear(s.rec.values) // drop the views before the bytes go back to the store
+	}
+	return nil
 }
 
 // examined counts the entity just decoded into s.rec and keeps it if the filter matches.
 func (s *scanner) examined() error {
 	s.page.Plan.Scanned++
-	if !s.p.filter.exact && !s.p.filter.pred.Match(&s.rec) {
+	if !s.matched {
 		return nil
 	}
 	e, err := s.rec.entity(s.p.keep)

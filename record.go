@@ -5,6 +5,7 @@ import (
 	"math"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/vmihailenco/msgpack/v5"
 
@@ -119,6 +120,10 @@ type recordDecoder struct {
 	// names interns property names: a table's entities mostly share them, and a scan would
 	// otherwise allocate every name of every entity again.
 	names map[string]string
+	// views makes string values views of the record's bytes rather than copies: valid only
+	// while those bytes are, for a filter to read before anything is built (see
+	// scanner.decodeRecord, which copies what it keeps).
+	views bool
 }
 
 // maxInternedNames bounds a decoder's interned names, however varied the entities it reads.
@@ -310,6 +315,9 @@ func (d *recordDecoder) value(code int64, skip bool) (odata.Value, error) {
 		raw, err := d.bytes(mpFixStr)
 		if err != nil || skip {
 			return v, err
+		}
+		if d.views {
+			return odata.StringValue(unsafe.String(unsafe.SliceData(raw), len(raw))), nil
 		}
 		return odata.StringValue(string(raw)), nil
 	case codeBinary:

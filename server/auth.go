@@ -5,9 +5,12 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"hash"
+	"io"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tabuladb/tabula"
@@ -81,7 +84,8 @@ func (s *Server) checkSharedKey(c *call, keys [][]byte, auth, rawPath string) st
 		return "the signature is not base64"
 	}
 	resource := "/" + account + rawPath
-	resources := []string{resource}
+	var candidates [2]string // on the stack: most requests sign the first
+	resources := append(candidates[:0], resource)
 	if once, ok := strings.CutPrefix(rawPath, "/"+account); ok {
 		resources = append(resources, "/"+account+once)
 	}
@@ -90,7 +94,7 @@ func (s *Server) checkSharedKey(c *call, keys [][]byte, auth, rawPath string) st
 			resources[i] += "?comp=" + c.query.Get("comp")
 		}
 	}
-	for _, date := range []string{c.r.Header.Get("x-ms-date"), c.r.Header.Get("Date")} {
+	for _, date := range [2]string{c.r.Header.Get("X-Ms-Date"), c.r.Header.Get("Date")} {
 		if date == "" {
 			continue
 		}
@@ -118,14 +122,32 @@ func (s *Server) checkSharedKey(c *call, keys [][]byte, auth, rawPath string) st
 }
 
 func signedBy(keys [][]byte, stringToSign string, want []byte) bool {
+	var sum [sha256.Size]byte
 	for _, k := range keys {
-		m := hmac.New(sha256.New, k)
-		m.Write([]byte(stringToSign))
-		if hmac.Equal(m.Sum(nil), want) {
+		pool := keyedHashes(k)
+		m := pool.Get().(hash.Hash)
+		m.Reset()
+		_, _ = io.WriteString(m, stringToSign)
+		ok := hmac.Equal(m.Sum(sum[:0]), want)
+		pool.Put(m)
+		if ok {
 			return true
 		}
 	}
 	return false
+}
+
+// hmacPools holds, per account key, a pool of HMAC-SHA256 states keyed with it: setting a
+// key up (hashing its pads) costs as much as signing a short string, so requests reuse it.
+var hmacPools sync.Map // string(key) -> *sync.Pool of hash.Hash
+
+func keyedHashes(key []byte) *sync.Pool {
+	if p, ok := hmacPools.Load(string(key)); ok {
+		return p.(*sync.Pool)
+	}
+	k := bytes.Clone(key)
+	p, _ := hmacPools.LoadOrStore(string(k), &sync.Pool{New: func() any { return hmac.New(sha256.New, k) }})
+	return p.(*sync.Pool)
 }
 
 // sasParameters are the query parameters a SAS signs or is made of; each may appear once,

@@ -57,7 +57,7 @@ func (c *call) batch() {
 		c.fail(invalidInput(msgBatchNotMultipart, "reading the batch: "+rerr.Error()))
 		return
 	}
-	data, rerr := io.ReadAll(part)
+	data, rerr := readPart(part, make([]byte, 0, len(body)))
 	if rerr != nil {
 		c.fail(invalidInput(msgBatchNotMultipart, "reading the batch: "+rerr.Error()))
 		return
@@ -79,10 +79,34 @@ func (c *call) batch() {
 	}
 }
 
+// actionOperations is the operation a SAS must allow for each kind of change-set action.
+var actionOperations = map[tabula.ActionKind]operation{tabula.ActionInsert: opInsert, tabula.ActionUpdate: opUpdate,
+	tabula.ActionUpsert: opUpsert, tabula.ActionDelete: opDelete}
+
+// readPart appends a part's bytes to buf, whose capacity is expected to hold them all.
+func readPart(r io.Reader, buf []byte) ([]byte, error) {
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+}
+
 // changeSet runs the operations of a change set as one transaction.
 func (c *call) changeSet(data []byte, boundary string) {
 	mr := multipart.NewReader(bytes.NewReader(data), boundary)
 	var ops []batchOp
+	// The parts are read into one buffer as long as the change set, which they cannot
+	// outgrow: each part's bytes are a slice of it, with no copy per part.
+	arena := make([]byte, 0, len(data))
 	var (
 		table    string
 		firstBad = -1 // index of the first operation that could not become an action
@@ -95,7 +119,11 @@ func (c *call) changeSet(data []byte, boundary string) {
 		}
 		var pdata []byte
 		if err == nil {
-			pdata, err = io.ReadAll(part)
+			pdata, err = readPart(part, arena[len(arena):])
+			if cap(pdata) == cap(arena)-len(arena) {
+				arena = arena[:len(arena)+len(pdata)]
+			}
+			pdata = pdata[:len(pdata):len(pdata)]
 		}
 		if err != nil {
 			c.fail(invalidInput(msgBatchNotMultipart, "reading the change set: "+err.Error()))
@@ -112,8 +140,7 @@ func (c *call) changeSet(data []byte, boundary string) {
 		}
 		if opErr == nil && op.req != nil {
 			// A SAS must allow every operation; the service refuses the whole batch if not.
-			kind := map[tabula.ActionKind]operation{tabula.ActionInsert: opInsert, tabula.ActionUpdate: opUpdate,
-				tabula.ActionUpsert: opUpsert, tabula.ActionDelete: opDelete}[op.action.Kind]
+			kind := actionOperations[op.action.Kind]
 			if err := c.checkEntityAccess(kind, op.req.res.table, op.action.Entity.PartitionKey, op.action.Entity.RowKey); err != nil {
 				c.fail(err)
 				return
@@ -168,7 +195,7 @@ func (c *call) changeSetOp(data []byte, contentID string) (batchOp, *tabula.Erro
 	}
 	req.contentID = contentID
 	op := batchOp{req: req, prefer: preferenceOf(req.header)}
-	if op.level, err = negotiate(req.query.Get("$format"), req.header.Get("Accept")); err != nil {
+	if op.level, err = negotiateCommon(req.query.Get("$format"), req.header.Get("Accept")); err != nil {
 		return op, err
 	}
 	switch {
@@ -227,7 +254,8 @@ func (c *call) parseSubRequest(data []byte) (*subRequest, *tabula.Error) {
 	bad := func(why string) (*subRequest, *tabula.Error) {
 		return nil, invalidInput("", "batch operation: "+why)
 	}
-	br := bufio.NewReader(bytes.NewReader(data))
+	src := bytes.NewReader(data)
+	br := bufio.NewReaderSize(src, 1024) // longer lines are read in pieces
 	tp := textproto.NewReader(br)
 	var line string
 	for line == "" {
@@ -245,7 +273,8 @@ func (c *call) parseSubRequest(data []byte) (*subRequest, *tabula.Error) {
 	if err != nil && err != io.EOF {
 		return bad("malformed headers: " + err.Error())
 	}
-	body, _ := io.ReadAll(br) // reading from memory cannot fail
+	// The body is the rest of data, after what the header reader consumed.
+	body := data[len(data)-src.Len()-br.Buffered():]
 	u, err := url.ParseRequestURI(fields[1])
 	if err != nil {
 		return bad("malformed URL " + strconv.Quote(fields[1]))
@@ -280,7 +309,7 @@ func (c *call) parseSubRequest(data []byte) (*subRequest, *tabula.Error) {
 }
 
 func preferenceOf(h textproto.MIMEHeader) string {
-	return preference(&http.Request{Header: http.Header(h)})
+	return preferenceIn(http.Header(h))
 }
 
 // batchWriter writes the multipart response of a batch, byte for byte in the service's layout (REST
@@ -307,13 +336,25 @@ func (c *call) newBatchWriter(changeSet bool) *batchWriter {
 
 // part writes one HTTP response as a part: status, headers (name, value pairs) and body.
 func (w *batchWriter) part(contentID string, status int, headers []string, body []byte) {
-	w.buf.WriteString("--" + w.boundary + "\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n")
+	b := &w.buf
+	b.WriteString("--")
+	b.WriteString(w.boundary)
+	b.WriteString("\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n")
 	if contentID != "" {
-		w.buf.WriteString("Content-ID: " + contentID + "\r\n")
+		b.WriteString("Content-ID: ")
+		b.WriteString(contentID)
+		b.WriteString("\r\n")
 	}
-	w.buf.WriteString("\r\nHTTP/1.1 " + strconv.Itoa(status) + " " + http.StatusText(status) + "\r\n")
+	b.WriteString("\r\nHTTP/1.1 ")
+	b.Write(strconv.AppendInt(b.AvailableBuffer(), int64(status), 10))
+	b.WriteString(" ")
+	b.WriteString(http.StatusText(status))
+	b.WriteString("\r\n")
 	for i := 0; i+1 < len(headers); i += 2 {
-		w.buf.WriteString(headers[i] + ": " + headers[i+1] + "\r\n")
+		b.WriteString(headers[i])
+		b.WriteString(": ")
+		b.WriteString(headers[i+1])
+		b.WriteString("\r\n")
 	}
 	w.buf.WriteString("\r\n")
 	w.buf.Write(body)
@@ -332,16 +373,20 @@ func (w *batchWriter) finish() {
 func (c *call) changeSetSuccess(ops []batchOp, results []tabula.ActionResult) {
 	noteEntities(c.w, len(ops))
 	w := c.newBatchWriter(true)
+	w.buf.Grow(512 * len(ops)) // a no-content part is about 400 bytes
+	var scratch []string       // each part's headers, reused
 	for i, op := range ops {
 		a, r := &op.action, results[i]
 		var headers []string
 		switch a.Kind {
 		case tabula.ActionInsert:
 			location := op.req.base + "/" + op.req.res.table + keyPredicate(a.Entity.PartitionKey, a.Entity.RowKey)
-			headers = []string{"X-Content-Type-Options", "nosniff", "Cache-Control", "no-cache"}
+			headers = append(scratch[:0], "X-Content-Type-Options", "nosniff", "Cache-Control", "no-cache")
+			scratch = headers
 			if op.prefer == "return-no-content" {
 				headers = append(headers, "Preference-Applied", "return-no-content", "DataServiceVersion", "3.0;",
 					"Location", location, "DataServiceId", location, "ETag", string(r.ETag))
+				scratch = headers
 				w.part(op.req.contentID, http.StatusNoContent, headers, nil)
 				continue
 			}

@@ -28,6 +28,9 @@ const (
 	keysFromResponse
 )
 
+// smallObject is the most members decodeEntity checks for duplicates without a map.
+const smallObject = 16
+
 // decodeEntity applies the service's reading rules to a JSON entity body (REST docs:
 // "Understanding the Table service data model", "Payload format for Table service operations"):
 // a repeated name is DuplicatePropertiesSpecified; null values are dropped;
@@ -39,16 +42,33 @@ func decodeEntity(body []byte, keys keySource) (tabula.Entity, *tabula.Error) {
 	if err != nil {
 		return tabula.Entity{}, invalidInput("", err.Error())
 	}
-	seen := make(map[string]struct{}, len(members))
-	types := make(map[string]string)
-	for _, m := range members {
-		if _, dup := seen[m.name]; dup {
+	var seen map[string]struct{} // for many members; a few are compared with each other
+	if len(members) > smallObject {
+		seen = make(map[string]struct{}, len(members))
+	}
+	var types map[string]string // made at the first annotation
+	for i, m := range members {
+		dup := false
+		if seen != nil {
+			_, dup = seen[m.name]
+			seen[m.name] = struct{}{}
+		} else {
+			for _, prev := range members[:i] {
+				if prev.name == m.name {
+					dup = true
+					break
+				}
+			}
+		}
+		if dup {
 			return tabula.Entity{}, withDetail(tabula.ErrDuplicatePropertiesSpecified, "member "+strconv.Quote(m.name)+" appears more than once")
 		}
-		seen[m.name] = struct{}{}
 		if name, ok := strings.CutSuffix(m.name, annotationSuffix); ok && name != "" {
 			if m.kind != jsonString {
 				return tabula.Entity{}, invalidInput("", "annotation "+strconv.Quote(m.name)+" is not a string")
+			}
+			if types == nil {
+				types = make(map[string]string)
 			}
 			types[name] = m.text
 		}

@@ -47,7 +47,12 @@ func DecodeEntity(data []byte) (tabula.Entity, error) {
 // $select list, also the selected names the entity lacks, which the service answers with
 // null (REST docs: "Querying tables and entities").
 func sortedNames(props tabula.Properties, selected []string) []string {
-	names := make([]string, 0, len(props)+len(selected))
+	return appendSortedNames(make([]string, 0, len(props)+len(selected)), props, selected)
+}
+
+// appendSortedNames is sortedNames into names[:0], reusing its array.
+func appendSortedNames(names []string, props tabula.Properties, selected []string) []string {
+	names = names[:0]
 	for name, v := range props {
 		if v != nil {
 			names = append(names, name)
@@ -75,6 +80,23 @@ type entityWriter struct {
 	// selected is the $select list, nil for every property. The keys and Timestamp are only
 	// written when selected; odata.etag always is.
 	selected []string
+	names    []string // scratch for each entity's sorted property names
+}
+
+// entitySize estimates the bytes of an entity's JSON at most metadata levels, so that
+// its buffer is allocated once rather than grown as it is written.
+func entitySize(e *tabula.Entity) int {
+	n := 256 + len(e.PartitionKey) + len(e.RowKey)
+	for name, v := range e.Properties {
+		n += 2*len(name) + 48
+		switch v := v.(type) {
+		case tabula.String:
+			n += len(v) + len(v)/16
+		case tabula.Binary:
+			n += len(v)*4/3 + 4
+		}
+	}
+	return n
 }
 
 func (w *entityWriter) wants(name string) bool {
@@ -84,6 +106,9 @@ func (w *entityWriter) wants(name string) bool {
 // appendEntity writes one entity object. A single entity (not an element of a feed) starts
 // with odata.metadata.
 func (w *entityWriter) appendEntity(b []byte, e *tabula.Entity, single bool) []byte {
+	if b == nil {
+		b = make([]byte, 0, entitySize(e)+len(w.base)+len(w.table))
+	}
 	b = append(b, '{')
 	first := true
 	field := func(name string) {
@@ -132,7 +157,8 @@ func (w *entityWriter) appendEntity(b []byte, e *tabula.Entity, single bool) []b
 		field("Timestamp")
 		b = appendJSONString(b, tabula.DateTime(e.Timestamp).String())
 	}
-	for _, name := range sortedNames(e.Properties, w.selected) {
+	w.names = appendSortedNames(w.names, e.Properties, w.selected)
+	for _, name := range w.names {
 		b = appendProperty(b, !first, name, e.Properties[name], w.level)
 		first = false
 	}
@@ -171,8 +197,8 @@ func appendProperty(b []byte, comma bool, name string, v tabula.Property, l leve
 		b = append(b, ',')
 	}
 	if v != nil && l != levelNone && needsAnnotation(v, l) {
-		b = appendJSONString(b, name+annotationSuffix)
-		b = append(b, ':')
+		b = appendJSONString(b, name)
+		b = append(b[:len(b)-1], annotationSuffix+`":`...) // the suffix needs no escaping
 		b = appendJSONString(b, string(v.EdmType()))
 		b = append(b, ',')
 	}
@@ -266,6 +292,12 @@ func appendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); i++ {
+		for i+8 <= len(s) && plainWord(s[i:i+8]) {
+			i += 8
+		}
+		if i == len(s) {
+			break
+		}
 		c := s[i]
 		if c >= 0x20 && c != '"' && c != '\\' {
 			continue
@@ -292,6 +324,20 @@ func appendJSONString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// plainWord reports whether none of the eight bytes of s needs escaping in a JSON string:
+// none is below 0x20, a quote or a backslash (bytes of multi-byte UTF-8 are all above 0x7F).
+func plainWord(s string) bool {
+	x := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	control := (x - 0x20*ones) & ^x & highs // a byte below 0x20
+	q := x ^ ('"' * ones)
+	quote := (q - ones) & ^q & highs // a zero byte of q: a quote
+	bs := x ^ ('\\' * ones)
+	backslash := (bs - ones) & ^bs & highs
+	return control|quote|backslash == 0
 }
 
 // keyPredicate is the service's address of an entity within its table:

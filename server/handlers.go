@@ -246,7 +246,11 @@ func (c *call) queryEntities(table string) {
 		page = tabula.Page{}
 	}
 	w := c.entityWriter(lvl, table, q.Select)
-	b := make([]byte, 0, 256+256*len(page.Entities))
+	size := 256
+	for i := range page.Entities {
+		size += entitySize(&page.Entities[i])
+	}
+	b := make([]byte, 0, size)
 	b = append(b, '{')
 	if lvl != levelNone {
 		meta := c.base + "/$metadata#" + table
@@ -401,8 +405,10 @@ func (c *call) jsonRequest(op operation, table string) (level, []byte, bool) {
 
 // jsonBody checks the request body's Content-Type and reads the body.
 func (c *call) jsonBody() ([]byte, *tabula.Error) {
-	if err := checkBodyType(c.r.Header.Get("Content-Type")); err != nil {
-		return nil, err
+	if ct := c.r.Header.Get("Content-Type"); ct != "application/json" { // what SDKs send, accepted as is
+		if err := checkBodyType(ct); err != nil {
+			return nil, err
+		}
 	}
 	return c.readBody()
 }
@@ -415,7 +421,29 @@ func (c *call) checkEntityAccess(op operation, table, pk, rk string) *tabula.Err
 }
 
 func (c *call) negotiate() (level, *tabula.Error) {
-	return negotiate(c.query.Get("$format"), c.r.Header.Get("Accept"))
+	return negotiateCommon(c.query.Get("$format"), c.r.Header.Get("Accept"))
+}
+
+// negotiateCommon is negotiate, answering the media types SDKs send without parsing them.
+func negotiateCommon(format, accept string) (level, *tabula.Error) {
+	mt := format
+	if mt == "" {
+		mt = accept
+	}
+	// The media types SDKs send, spelled exactly so, without parsing them again.
+	if lvl, ok := commonMediaTypes[mt]; ok {
+		return lvl, nil
+	}
+	return negotiate(format, accept)
+}
+
+// commonMediaTypes are the levels of the $format and Accept values SDKs send, as negotiate
+// reads them.
+var commonMediaTypes = map[string]level{
+	"application/json;odata=minimalmetadata": levelMinimal,
+	"application/json;odata=nometadata":      levelNone,
+	"application/json;odata=fullmetadata":    levelFull,
+	"application/json":                       levelMinimal,
 }
 
 func (c *call) entityWriter(lvl level, table string, selected []string) *entityWriter {
@@ -486,8 +514,13 @@ func isEntityTag(s string) bool {
 
 // preference returns return-no-content or return-content when the Prefer header asks for
 // one (only Insert Entity and Create Table honour it, as their REST documentation pages say).
-func preference(r *http.Request) string {
-	for _, v := range r.Header.Values("Prefer") {
+func preference(r *http.Request) string { return preferenceIn(r.Header) }
+
+func preferenceIn(h http.Header) string {
+	for _, v := range h.Values("Prefer") {
+		if v == "return-no-content" || v == "return-content" { // as SDKs send it
+			return v
+		}
 		for _, p := range strings.Split(v, ",") {
 			switch p = strings.ToLower(strings.TrimSpace(p)); p {
 			case "return-no-content", "return-content":

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/textproto"
 	"net/url"
 	"strconv"
 	"strings"
@@ -138,12 +139,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c := &call{s: s, w: w, r: r, id: s.newID(), now: s.clock()}
 	h := w.Header()
 	setHeader(h, "x-ms-request-id", c.id)
-	if v := r.Header.Get("x-ms-version"); v != "" {
+	if v := r.Header.Get("X-Ms-Version"); v != "" {
 		setHeader(h, "x-ms-version", v)
 	} else {
 		setHeader(h, "x-ms-version", DefaultVersion)
 	}
-	if v := r.Header.Get("x-ms-client-request-id"); v != "" {
+	if v := r.Header.Get("X-Ms-Client-Request-Id"); v != "" {
 		setHeader(h, "x-ms-client-request-id", v)
 	}
 	h.Set("Date", formatDate(c.now))
@@ -184,7 +185,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g, aerr := s.authenticate(c, rawPath)
 	if aerr == nil && g == nil {
 		// A SAS request runs at its signed version (sv); the header matters otherwise.
-		aerr = checkVersion(r.Header.Get("x-ms-version"))
+		aerr = checkVersion(r.Header.Get("X-Ms-Version"))
 	}
 	if aerr != nil {
 		c.fail(aerr)
@@ -327,6 +328,9 @@ func newRequestID() string {
 	return tabula.Guid(b).String()
 }
 
+// presizedBody is the most readBody allocates for a body before reading it.
+const presizedBody = 256 << 10
+
 // readBody reads the request body, refusing more than MaxRequestBody bytes.
 func (c *call) readBody() ([]byte, *tabula.Error) {
 	if c.r.ContentLength > MaxRequestBody {
@@ -335,7 +339,16 @@ func (c *call) readBody() ([]byte, *tabula.Error) {
 	if c.r.Body == nil {
 		return nil, nil
 	}
-	data, err := io.ReadAll(io.LimitReader(c.r.Body, MaxRequestBody+1))
+	var data []byte
+	var err error
+	if n := c.r.ContentLength; n >= 0 {
+		// Sized from Content-Length, one byte more to see the end without growing; but no
+		// more than presizedBody before the bytes arrive, so that a client declaring 4 MiB
+		// and sending nothing does not hold 4 MiB of the server's memory.
+		data, err = readPart(io.LimitReader(c.r.Body, MaxRequestBody+1), make([]byte, 0, min(n+1, presizedBody)))
+	} else {
+		data, err = io.ReadAll(io.LimitReader(c.r.Body, MaxRequestBody+1))
+	}
 	if err != nil {
 		return nil, invalidInput("", "reading the request body: "+err.Error())
 	}
@@ -382,8 +395,22 @@ func (c *call) send(status int, contentType string, body []byte) {
 // DataServiceId, x-ms-request-id), rather than Go's canonical form; header names are
 // case-insensitive, but what goes on the wire is then the service's bytes.
 func setHeader(h http.Header, name, value string) {
-	h.Del(name)
+	if len(h) > 0 {
+		delete(h, canonicalName(name)) // h.Del(name), without converting name each time
+	}
 	h[name] = []string{value}
+}
+
+// canonicalNames caches textproto.CanonicalMIMEHeaderKey for setHeader's names, which are
+// constants of this package.
+var canonicalNames sync.Map
+
+func canonicalName(name string) string {
+	if c, ok := canonicalNames.Load(name); ok {
+		return c.(string)
+	}
+	c, _ := canonicalNames.LoadOrStore(name, textproto.CanonicalMIMEHeaderKey(name))
+	return c.(string)
 }
 
 // parseQuery splits a query string on '&' only: the service, unlike Go's url.ParseQuery,

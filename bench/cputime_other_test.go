@@ -1,0 +1,9 @@
+//go:build !linux
+
+package bench
+
+import "time"
+
+// threadCPU reports that this system's thread CPU clock is not read here; the wire
+// benchmarks then measure wall time only.
+func threadCPU() (time.Duration, bool) { return 0, false }
