@@ -431,16 +431,17 @@ func (e ETag) ticks() (int64, error) {
 // UpdateConditionNotSatisfied, as on the service. Only a value that is not an entity tag at
 // all is InvalidInput.
 func (e ETag) check() error {
-	if e == "" || e == AnyETag || isEntityTag(string(e)) {
+	if e == "" || e == AnyETag || e.IsEntityTag() {
 		return nil
 	}
 	return ErrInvalidInput.with("etag %q is neither * nor an entity tag such as W/\"datetime'…'\"", string(e))
 }
 
-// isEntityTag reports whether s is an entity-tag of RFC 7232: an optional W/, then a quoted
-// string of visible characters other than '"'.
-func isEntityTag(s string) bool {
-	s = strings.TrimPrefix(s, "W/")
+// IsEntityTag reports whether e is an entity-tag of RFC 7232: an optional W/, then a quoted
+// string of visible characters other than '"'. It is the form If-Match takes besides *: a
+// well-formed tag that is not the current one fails a write with 412, anything else is a 400.
+func (e ETag) IsEntityTag() bool {
+	s := strings.TrimPrefix(string(e), "W/")
 	if len(s) < 2 || s[0] != '"' || s[len(s)-1] != '"' {
 		return false
 	}

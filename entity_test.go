@@ -248,3 +248,20 @@ func TestFormatTimeAgreesWithTimeFormat(t *testing.T) {
 		require.Equal(t, tm.Format("2006-01-02T15:04:05.9999999Z07:00"), formatTime(tm), "ticks %d", ticks)
 	}
 }
+
+func TestETagIsEntityTag(t *testing.T) {
+	for tag, want := range map[ETag]bool{
+		`W/"datetime'2024-05-06T07%3A08%3A09.1234567Z'"`: true,
+		`W/"wrong"`: true,
+		`"strong"`:  true,
+		`""`:        true,
+		`*`:         false,
+		`wrong`:     false,
+		`W/wrong`:   false,
+		`"a"b"`:     false,
+		"\"a b\"":   false,
+		`"`:         false,
+	} {
+		assert.Equal(t, want, tag.IsEntityTag(), "%s", tag)
+	}
+}

@@ -491,25 +491,10 @@ func parseETag(v string) (tabula.ETag, *tabula.Error) {
 	if v == "*" {
 		return tabula.AnyETag, nil
 	}
-	if !isEntityTag(v) {
+	if !tabula.ETag(v).IsEntityTag() {
 		return "", invalidInput(fmt.Sprintf(msgETagNotValid, v), "If-Match must be * or an entity tag such as W/\"datetime'…'\"")
 	}
 	return tabula.ETag(v), nil
-}
-
-// isEntityTag reports whether s is an entity-tag of RFC 7232: an optional W/, then a quoted
-// string of visible characters other than '"'.
-func isEntityTag(s string) bool {
-	s = strings.TrimPrefix(s, "W/")
-	if len(s) < 2 || s[0] != '"' || s[len(s)-1] != '"' {
-		return false
-	}
-	for _, c := range []byte(s[1 : len(s)-1]) {
-		if c == '"' || c < 0x21 || c == 0x7f {
-			return false
-		}
-	}
-	return true
 }
 
 // preference returns return-no-content or return-content when the Prefer header asks for
