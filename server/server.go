@@ -126,6 +126,24 @@ type call struct {
 	// that matched it (nil for none); send adds their headers (see cors.go).
 	corsOrigin string
 	cors       *corsRule
+	// headerValues backs the response's header values set through put, so that a request
+	// allocates one array for them rather than a slice per header.
+	headerValues []string
+}
+
+// put sets a response header as setHeader does (which, for a name already in Go's canonical
+// form, is what http.Header.Set does). Each value is a slice of capacity one of a shared
+// array, so an Add to one header elsewhere reallocates rather than overwrites its neighbour.
+func (c *call) put(h http.Header, name, value string) {
+	if len(h) > 0 {
+		delete(h, canonicalName(name))
+	}
+	if len(c.headerValues) == cap(c.headerValues) {
+		c.headerValues = make([]string, 0, 12)
+	}
+	c.headerValues = append(c.headerValues, value)
+	n := len(c.headerValues)
+	h[name] = c.headerValues[n-1 : n : n]
 }
 
 // ServeHTTP serves one request: it answers with the service's common headers, checks the
@@ -138,19 +156,19 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	c := &call{s: s, w: w, r: r, id: s.newID(), now: s.clock()}
 	h := w.Header()
-	setHeader(h, "x-ms-request-id", c.id)
+	c.put(h, "x-ms-request-id", c.id)
 	if v := r.Header.Get("X-Ms-Version"); v != "" {
-		setHeader(h, "x-ms-version", v)
+		c.put(h, "x-ms-version", v)
 	} else {
-		setHeader(h, "x-ms-version", DefaultVersion)
+		c.put(h, "x-ms-version", DefaultVersion)
 	}
 	if v := r.Header.Get("X-Ms-Client-Request-Id"); v != "" {
-		setHeader(h, "x-ms-client-request-id", v)
+		c.put(h, "x-ms-client-request-id", v)
 	}
-	h.Set("Date", formatDate(c.now))
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Server", "Tabula")
+	c.put(h, "Date", formatDate(c.now))
+	c.put(h, "Cache-Control", "no-cache")
+	c.put(h, "X-Content-Type-Options", "nosniff")
+	c.put(h, "Server", "Tabula")
 	defer func() {
 		if p := recover(); p != nil {
 			if !c.written {
@@ -382,8 +400,8 @@ func (c *call) send(status int, contentType string, body []byte) {
 	c.writeCORS()
 	h := c.w.Header()
 	if contentType != "" {
-		h.Set("Content-Type", contentType)
-		h.Set("Content-Length", strconv.Itoa(len(body)))
+		c.put(h, "Content-Type", contentType)
+		c.put(h, "Content-Length", strconv.Itoa(len(body)))
 	}
 	c.w.WriteHeader(status)
 	if len(body) > 0 && c.r.Method != http.MethodHead {
