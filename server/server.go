@@ -293,7 +293,7 @@ func (c *call) route(res resource, method string) {
 // effectiveMethod applies X-HTTP-Method tunnelling: only on POST, once, and only to MERGE,
 // PUT or DELETE (REST docs: "Merge Entity").
 func effectiveMethod(r *http.Request) (string, *tabula.Error) {
-	values := r.Header.Values("X-HTTP-Method")
+	values := r.Header.Values("X-Http-Method") // canonical form: no conversion per request
 	if len(values) == 0 {
 		return r.Method, nil
 	}
@@ -435,7 +435,7 @@ func canonicalName(name string) string {
 // takes ';' as an ordinary character, and clients do send $format=application/json;odata=…
 // unescaped.
 func parseQuery(raw string) (url.Values, error) {
-	v := url.Values{}
+	var v url.Values // nil, and read as empty, for a request with no query
 	for raw != "" {
 		var pair string
 		pair, raw, _ = strings.Cut(raw, "&")
@@ -449,6 +449,9 @@ func parseQuery(raw string) (url.Values, error) {
 		}
 		if value, err = url.QueryUnescape(value); err != nil {
 			return nil, err
+		}
+		if v == nil {
+			v = url.Values{}
 		}
 		v[key] = append(v[key], value)
 	}
