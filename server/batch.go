@@ -255,7 +255,14 @@ func (c *call) parseSubRequest(data []byte) (*subRequest, *tabula.Error) {
 		return nil, invalidInput("", "batch operation: "+why)
 	}
 	src := bytes.NewReader(data)
-	br := bufio.NewReaderSize(src, 1024) // longer lines are read in pieces
+	// One reader serves all of a batch's sub-requests: its 1 KiB buffer is reused, not made
+	// per operation. Longer lines are read in pieces.
+	if c.subReader == nil {
+		c.subReader = bufio.NewReaderSize(src, 1024)
+	} else {
+		c.subReader.Reset(src)
+	}
+	br := c.subReader
 	tp := textproto.NewReader(br)
 	var line string
 	for line == "" {

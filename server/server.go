@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"encoding/base64"
 	"fmt"
 	"io"
@@ -129,6 +130,8 @@ type call struct {
 	// headerValues backs the response's header values set through put, so that a request
 	// allocates one array for them rather than a slice per header.
 	headerValues []string
+	// subReader reads the sub-requests of a $batch (see parseSubRequest).
+	subReader *bufio.Reader
 }
 
 // put sets a response header as setHeader does (which, for a name already in Go's canonical
