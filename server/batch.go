@@ -71,7 +71,9 @@ func (c *call) batch() {
 	pmt, pparams, perr := mime.ParseMediaType(inner)
 	switch {
 	case perr == nil && pmt == "multipart/mixed" && pparams["boundary"] != "":
-		c.changeSet(data, pparams["boundary"])
+		// The request body is read no further: its buffer, at least as long as data,
+		// becomes the change set's arena rather than a new one.
+		c.changeSet(data, pparams["boundary"], body[:0])
 	case perr == nil && pmt == "application/http":
 		c.batchQuery(data, contentID)
 	default:
@@ -100,13 +102,16 @@ func readPart(r io.Reader, buf []byte) ([]byte, error) {
 	}
 }
 
-// changeSet runs the operations of a change set as one transaction.
-func (c *call) changeSet(data []byte, boundary string) {
+// changeSet runs the operations of a change set as one transaction. arena is an empty
+// buffer, no longer in use and not overlapping data, with room for data's length.
+func (c *call) changeSet(data []byte, boundary string, arena []byte) {
 	mr := multipart.NewReader(bytes.NewReader(data), boundary)
 	var ops []batchOp
 	// The parts are read into one buffer as long as the change set, which they cannot
 	// outgrow: each part's bytes are a slice of it, with no copy per part.
-	arena := make([]byte, 0, len(data))
+	if cap(arena) < len(data) {
+		arena = make([]byte, 0, len(data))
+	}
 	var (
 		table    string
 		firstBad = -1 // index of the first operation that could not become an action
