@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/tabuladb/tabula"
@@ -360,6 +361,23 @@ func escapeKey(k string) string {
 }
 
 // formatDate is the HTTP Date header, as the service sends it.
-func formatDate(t time.Time) string { return t.UTC().Format(http1123) }
+func formatDate(t time.Time) string {
+	sec := t.Unix()
+	if d := lastDate.Load(); d != nil && d.sec == sec {
+		return d.text
+	}
+	text := t.UTC().Format(http1123)
+	lastDate.Store(&dateStamp{sec: sec, text: text})
+	return text
+}
+
+// lastDate holds the last second formatted by formatDate: every response carries a Date
+// header, and all those within one second read the same.
+var lastDate atomic.Pointer[dateStamp]
+
+type dateStamp struct {
+	sec  int64
+	text string
+}
 
 const http1123 = "Mon, 02 Jan 2006 15:04:05 GMT"

@@ -1,0 +1,29 @@
+package server
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// formatDate reuses the text of the last second it formatted; any other second, earlier or
+// later, in any zone, must still read as that instant in GMT.
+func TestFormatDateAcrossSeconds(t *testing.T) {
+	base := time.Date(2026, 11, 23, 14, 40, 5, 0, time.UTC)
+	for _, tc := range []struct {
+		at   time.Time
+		want string
+	}{
+		{base, "Mon, 23 Nov 2026 14:40:05 GMT"},
+		{base.Add(999 * time.Millisecond), "Mon, 23 Nov 2026 14:40:05 GMT"},
+		{base.Add(time.Second), "Mon, 23 Nov 2026 14:40:06 GMT"},
+		{base.Add(-time.Nanosecond), "Mon, 23 Nov 2026 14:40:04 GMT"},
+		{base.In(time.FixedZone("UTC+2", 2*3600)), "Mon, 23 Nov 2026 14:40:05 GMT"},
+		{time.Date(1969, 12, 31, 23, 59, 59, 500, time.UTC), "Wed, 31 Dec 1969 23:59:59 GMT"},
+		{time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC), "Thu, 01 Jan 1970 00:00:00 GMT"},
+		{base, "Mon, 23 Nov 2026 14:40:05 GMT"},
+	} {
+		assert.Equal(t, tc.want, formatDate(tc.at), "%v", tc.at)
+	}
+}
