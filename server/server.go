@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tabuladb/tabula"
@@ -334,7 +335,21 @@ func baseURL(r *http.Request, account string) string {
 	if r.TLS != nil {
 		scheme = "https"
 	}
-	return scheme + "://" + r.Host + "/" + url.PathEscape(account)
+	if b := lastBase.Load(); b != nil && b.tls == (r.TLS != nil) && b.host == r.Host && b.account == account {
+		return b.text
+	}
+	text := scheme + "://" + r.Host + "/" + url.PathEscape(account)
+	lastBase.Store(&baseStamp{tls: r.TLS != nil, host: r.Host, account: account, text: text})
+	return text
+}
+
+// lastBase holds the last base URL built: a client sends its requests to one host and
+// account, so most requests reuse it. One entry, so it needs no bound.
+var lastBase atomic.Pointer[baseStamp]
+
+type baseStamp struct {
+	tls                 bool
+	host, account, text string
 }
 
 // newRequestID returns a random GUID, the form the service's request IDs take.
