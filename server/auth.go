@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"hash"
-	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -79,32 +78,45 @@ func (s *Server) checkSharedKey(c *call, keys [][]byte, auth, rawPath string) st
 	if !ok || account != c.account {
 		return "the Authorization header is not for account " + c.account
 	}
-	want, err := base64.StdEncoding.DecodeString(sig)
-	if err != nil {
+	var wantBuf [64]byte // a SHA-256 signature decodes to 32 bytes; longer ones cannot match
+	want, ok := decodeSignature(wantBuf[:], sig)
+	if !ok {
 		return "the signature is not base64"
 	}
-	resource := "/" + account + rawPath
+	// The canonical resource is /account followed by the path, or by the path less its own
+	// leading /account; both are appended to the string to sign in place rather than built.
 	var candidates [2]string // on the stack: most requests sign the first
-	resources := append(candidates[:0], resource)
+	paths := append(candidates[:0], rawPath)
 	if once, ok := strings.CutPrefix(rawPath, "/"+account); ok {
-		resources = append(resources, "/"+account+once)
+		paths = append(paths, once)
 	}
-	if c.query.Has("comp") {
-		for i := range resources {
-			resources[i] += "?comp=" + c.query.Get("comp")
-		}
-	}
+	hasComp := c.query.Has("comp")
+	comp := c.query.Get("comp")
+	buf := stringsToSign.Get().(*[]byte)
+	defer stringsToSign.Put(buf)
 	for _, date := range [2]string{c.r.Header.Get("X-Ms-Date"), c.r.Header.Get("Date")} {
 		if date == "" {
 			continue
 		}
-		for _, res := range resources {
-			var sts string
+		for _, path := range paths {
+			sts := (*buf)[:0]
 			if scheme == "SharedKey" {
-				sts = c.r.Method + "\n" + c.r.Header.Get("Content-MD5") + "\n" + c.r.Header.Get("Content-Type") + "\n" + date + "\n" + res
-			} else {
-				sts = date + "\n" + res
+				sts = append(sts, c.r.Method...)
+				sts = append(sts, '\n')
+				sts = append(sts, c.r.Header.Get("Content-MD5")...)
+				sts = append(sts, '\n')
+				sts = append(sts, c.r.Header.Get("Content-Type")...)
+				sts = append(sts, '\n')
 			}
+			sts = append(sts, date...)
+			sts = append(sts, '\n', '/')
+			sts = append(sts, account...)
+			sts = append(sts, path...)
+			if hasComp {
+				sts = append(sts, "?comp="...)
+				sts = append(sts, comp...)
+			}
+			*buf = sts
 			if !signedBy(keys, sts, want) {
 				continue
 			}
@@ -118,17 +130,38 @@ func (s *Server) checkSharedKey(c *call, keys [][]byte, auth, rawPath string) st
 			return ""
 		}
 	}
+	resource := "/" + account + rawPath
 	return "the signature does not match the request (canonical resource " + resource + ", signed date from x-ms-date or Date)"
 }
 
-func signedBy(keys [][]byte, stringToSign string, want []byte) bool {
-	var sum [sha256.Size]byte
+// decodeSignature decodes a base64 signature into dst when it fits, as
+// base64.StdEncoding.DecodeString would, without allocating.
+func decodeSignature(dst []byte, sig string) ([]byte, bool) {
+	if base64.StdEncoding.DecodedLen(len(sig)) > len(dst) {
+		want, err := base64.StdEncoding.DecodeString(sig)
+		return want, err == nil
+	}
+	var src [88]byte // base64 of at most 64 bytes
+	n, err := base64.StdEncoding.Decode(dst, src[:copy(src[:], sig)])
+	return dst[:n], err == nil
+}
+
+// stringsToSign holds buffers for Shared Key strings to sign, reused between requests.
+var stringsToSign = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}
+
+// keyedHash is an HMAC-SHA256 state keyed with one account key, with room for its sum.
+type keyedHash struct {
+	h   hash.Hash
+	sum [sha256.Size]byte
+}
+
+func signedBy(keys [][]byte, stringToSign, want []byte) bool {
 	for _, k := range keys {
 		pool := keyedHashes(k)
-		m := pool.Get().(hash.Hash)
-		m.Reset()
-		_, _ = io.WriteString(m, stringToSign)
-		ok := hmac.Equal(m.Sum(sum[:0]), want)
+		m := pool.Get().(*keyedHash)
+		m.h.Reset()
+		_, _ = m.h.Write(stringToSign)
+		ok := hmac.Equal(m.h.Sum(m.sum[:0]), want)
 		pool.Put(m)
 		if ok {
 			return true
@@ -139,15 +172,30 @@ func signedBy(keys [][]byte, stringToSign string, want []byte) bool {
 
 // hmacPools holds, per account key, a pool of HMAC-SHA256 states keyed with it: setting a
 // key up (hashing its pads) costs as much as signing a short string, so requests reuse it.
-var hmacPools sync.Map // string(key) -> *sync.Pool of hash.Hash
+// The keys are the server's accounts', never a client's, so the map stays small.
+var hmacPools struct {
+	sync.RWMutex
+	byKey map[string]*sync.Pool // string(key) -> pool of *keyedHash
+}
 
 func keyedHashes(key []byte) *sync.Pool {
-	if p, ok := hmacPools.Load(string(key)); ok {
-		return p.(*sync.Pool)
+	hmacPools.RLock()
+	p := hmacPools.byKey[string(key)] // no conversion is allocated for a map index
+	hmacPools.RUnlock()
+	if p != nil {
+		return p
 	}
-	k := bytes.Clone(key)
-	p, _ := hmacPools.LoadOrStore(string(k), &sync.Pool{New: func() any { return hmac.New(sha256.New, k) }})
-	return p.(*sync.Pool)
+	hmacPools.Lock()
+	defer hmacPools.Unlock()
+	if p = hmacPools.byKey[string(key)]; p == nil {
+		if hmacPools.byKey == nil {
+			hmacPools.byKey = make(map[string]*sync.Pool)
+		}
+		k := bytes.Clone(key)
+		p = &sync.Pool{New: func() any { return &keyedHash{h: hmac.New(sha256.New, k)} }}
+		hmacPools.byKey[string(k)] = p
+	}
+	return p
 }
 
 // sasParameters are the query parameters a SAS signs or is made of; each may appear once,
@@ -201,7 +249,7 @@ func (s *Server) checkSAS(c *call, keys [][]byte) (*grant, *tabula.Error) {
 	default:
 		return fail("neither a table SAS (tn) nor an account SAS (ss)")
 	}
-	if !signedBy(keys, sts, want) {
+	if !signedBy(keys, []byte(sts), want) {
 		return fail("the signature does not match")
 	}
 	if si := q.Get("si"); si != "" {

@@ -71,7 +71,9 @@ func (c *call) batch() {
 	pmt, pparams, perr := mime.ParseMediaType(inner)
 	switch {
 	case perr == nil && pmt == "multipart/mixed" && pparams["boundary"] != "":
-		c.changeSet(data, pparams["boundary"])
+		// The request body is read no further: its buffer, at least as long as data,
+		// becomes the change set's arena rather than a new one.
+		c.changeSet(data, pparams["boundary"], body[:0])
 	case perr == nil && pmt == "application/http":
 		c.batchQuery(data, contentID)
 	default:
@@ -100,13 +102,16 @@ func readPart(r io.Reader, buf []byte) ([]byte, error) {
 	}
 }
 
-// changeSet runs the operations of a change set as one transaction.
-func (c *call) changeSet(data []byte, boundary string) {
+// changeSet runs the operations of a change set as one transaction. arena is an empty
+// buffer, no longer in use and not overlapping data, with room for data's length.
+func (c *call) changeSet(data []byte, boundary string, arena []byte) {
 	mr := multipart.NewReader(bytes.NewReader(data), boundary)
 	var ops []batchOp
 	// The parts are read into one buffer as long as the change set, which they cannot
 	// outgrow: each part's bytes are a slice of it, with no copy per part.
-	arena := make([]byte, 0, len(data))
+	if cap(arena) < len(data) {
+		arena = make([]byte, 0, len(data))
+	}
 	var (
 		table    string
 		firstBad = -1 // index of the first operation that could not become an action
@@ -255,7 +260,14 @@ func (c *call) parseSubRequest(data []byte) (*subRequest, *tabula.Error) {
 		return nil, invalidInput("", "batch operation: "+why)
 	}
 	src := bytes.NewReader(data)
-	br := bufio.NewReaderSize(src, 1024) // longer lines are read in pieces
+	// One reader serves all of a batch's sub-requests: its 1 KiB buffer is reused, not made
+	// per operation. Longer lines are read in pieces.
+	if c.subReader == nil {
+		c.subReader = bufio.NewReaderSize(src, 1024)
+	} else {
+		c.subReader.Reset(src)
+	}
+	br := c.subReader
 	tp := textproto.NewReader(br)
 	var line string
 	for line == "" {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/tabuladb/tabula"
@@ -121,11 +122,16 @@ func (w *entityWriter) appendEntity(b []byte, e *tabula.Entity, single bool) []b
 	}
 	if single && w.level != levelNone {
 		field("odata.metadata")
-		meta := w.base + "/$metadata#" + w.table + "/@Element"
+		b = append(b, '"')
+		b = appendJSONContent(b, w.base)
+		b = append(b, "/$metadata#"...)
+		b = appendJSONContent(b, w.table)
+		b = append(b, "/@Element"...)
 		if w.selected != nil {
-			meta += "&$select=" + strings.Join(w.selected, ",")
+			b = append(b, "&$select="...)
+			b = appendJSONContent(b, strings.Join(w.selected, ","))
 		}
-		b = appendJSONString(b, meta)
+		b = append(b, '"')
 	}
 	if w.level == levelFull {
 		link := w.table + keyPredicate(e.PartitionKey, e.RowKey)
@@ -289,7 +295,12 @@ func appendDouble(b []byte, f float64) []byte {
 
 // appendJSONString writes s as a JSON string, escaping only what JSON requires.
 func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
+	return append(appendJSONContent(append(b, '"'), s), '"')
+}
+
+// appendJSONContent writes s escaped as inside a JSON string, without the quotes: escaping
+// goes byte by byte, so a string written in pieces reads as their concatenation would.
+func appendJSONContent(b []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); i++ {
 		for i+8 <= len(s) && plainWord(s[i:i+8]) {
@@ -322,8 +333,7 @@ func appendJSONString(b []byte, s string) []byte {
 		}
 		start = i + 1
 	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
+	return append(b, s[start:]...)
 }
 
 // plainWord reports whether none of the eight bytes of s needs escaping in a JSON string:
@@ -351,6 +361,23 @@ func escapeKey(k string) string {
 }
 
 // formatDate is the HTTP Date header, as the service sends it.
-func formatDate(t time.Time) string { return t.UTC().Format(http1123) }
+func formatDate(t time.Time) string {
+	sec := t.Unix()
+	if d := lastDate.Load(); d != nil && d.sec == sec {
+		return d.text
+	}
+	text := t.UTC().Format(http1123)
+	lastDate.Store(&dateStamp{sec: sec, text: text})
+	return text
+}
+
+// lastDate holds the last second formatted by formatDate: every response carries a Date
+// header, and all those within one second read the same.
+var lastDate atomic.Pointer[dateStamp]
+
+type dateStamp struct {
+	sec  int64
+	text string
+}
 
 const http1123 = "Mon, 02 Jan 2006 15:04:05 GMT"

@@ -196,7 +196,7 @@ func (c *call) getEntity(res resource) {
 		return
 	}
 	w := c.entityWriter(lvl, res.table, sel)
-	setHeader(c.w.Header(), "ETag", string(e.ETag))
+	c.put(c.w.Header(), "ETag", string(e.ETag))
 	c.send(http.StatusOK, lvl.contentType(), w.appendEntity(nil, &e, true))
 }
 
@@ -298,8 +298,8 @@ func (c *call) insertEntity(table string) {
 	}
 	location := c.base + "/" + table + keyPredicate(stored.PartitionKey, stored.RowKey)
 	h := c.w.Header()
-	setHeader(h, "ETag", string(stored.ETag))
-	h.Set("Location", location)
+	c.put(h, "ETag", string(stored.ETag))
+	c.put(h, "Location", location)
 	switch preference(c.r) {
 	case "return-no-content":
 		h.Set("Preference-Applied", "return-no-content")
@@ -356,7 +356,7 @@ func (c *call) writeEntity(res resource, mode tabula.UpdateMode) {
 		c.fail(serviceError(werr))
 		return
 	}
-	setHeader(c.w.Header(), "ETag", string(etag))
+	c.put(c.w.Header(), "ETag", string(etag))
 	c.noContent()
 }
 

@@ -145,8 +145,18 @@ func readQuoted(s string) (value, rest string, ok bool) {
 	if !strings.HasPrefix(s, "'") {
 		return "", "", false
 	}
+	// Most keys hold no doubled quote: the value is then a slice of s, with no copy.
+	end := strings.IndexByte(s[1:], '\'') + 1
+	if end == 0 {
+		return "", "", false
+	}
+	if end+1 >= len(s) || s[end+1] != '\'' {
+		return s[1:end], s[end+1:], true
+	}
 	var b strings.Builder
-	for i := 1; i < len(s); i++ {
+	b.Grow(len(s))
+	b.WriteString(s[1:end])
+	for i := end; i < len(s); i++ {
 		if s[i] != '\'' {
 			b.WriteByte(s[i])
 			continue

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"encoding/base64"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tabuladb/tabula"
@@ -126,6 +128,26 @@ type call struct {
 	// that matched it (nil for none); send adds their headers (see cors.go).
 	corsOrigin string
 	cors       *corsRule
+	// headerValues backs the response's header values set through put, so that a request
+	// allocates one array for them rather than a slice per header.
+	headerValues []string
+	// subReader reads the sub-requests of a $batch (see parseSubRequest).
+	subReader *bufio.Reader
+}
+
+// put sets a response header as setHeader does (which, for a name already in Go's canonical
+// form, is what http.Header.Set does). Each value is a slice of capacity one of a shared
+// array, so an Add to one header elsewhere reallocates rather than overwrites its neighbour.
+func (c *call) put(h http.Header, name, value string) {
+	if len(h) > 0 {
+		delete(h, canonicalName(name))
+	}
+	if len(c.headerValues) == cap(c.headerValues) {
+		c.headerValues = make([]string, 0, 12)
+	}
+	c.headerValues = append(c.headerValues, value)
+	n := len(c.headerValues)
+	h[name] = c.headerValues[n-1 : n : n]
 }
 
 // ServeHTTP serves one request: it answers with the service's common headers, checks the
@@ -138,19 +160,19 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	c := &call{s: s, w: w, r: r, id: s.newID(), now: s.clock()}
 	h := w.Header()
-	setHeader(h, "x-ms-request-id", c.id)
+	c.put(h, "x-ms-request-id", c.id)
 	if v := r.Header.Get("X-Ms-Version"); v != "" {
-		setHeader(h, "x-ms-version", v)
+		c.put(h, "x-ms-version", v)
 	} else {
-		setHeader(h, "x-ms-version", DefaultVersion)
+		c.put(h, "x-ms-version", DefaultVersion)
 	}
 	if v := r.Header.Get("X-Ms-Client-Request-Id"); v != "" {
-		setHeader(h, "x-ms-client-request-id", v)
+		c.put(h, "x-ms-client-request-id", v)
 	}
-	h.Set("Date", formatDate(c.now))
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Server", "Tabula")
+	c.put(h, "Date", formatDate(c.now))
+	c.put(h, "Cache-Control", "no-cache")
+	c.put(h, "X-Content-Type-Options", "nosniff")
+	c.put(h, "Server", "Tabula")
 	defer func() {
 		if p := recover(); p != nil {
 			if !c.written {
@@ -275,7 +297,7 @@ func (c *call) route(res resource, method string) {
 // effectiveMethod applies X-HTTP-Method tunnelling: only on POST, once, and only to MERGE,
 // PUT or DELETE (REST docs: "Merge Entity").
 func effectiveMethod(r *http.Request) (string, *tabula.Error) {
-	values := r.Header.Values("X-HTTP-Method")
+	values := r.Header.Values("X-Http-Method") // canonical form: no conversion per request
 	if len(values) == 0 {
 		return r.Method, nil
 	}
@@ -313,7 +335,21 @@ func baseURL(r *http.Request, account string) string {
 	if r.TLS != nil {
 		scheme = "https"
 	}
-	return scheme + "://" + r.Host + "/" + url.PathEscape(account)
+	if b := lastBase.Load(); b != nil && b.tls == (r.TLS != nil) && b.host == r.Host && b.account == account {
+		return b.text
+	}
+	text := scheme + "://" + r.Host + "/" + url.PathEscape(account)
+	lastBase.Store(&baseStamp{tls: r.TLS != nil, host: r.Host, account: account, text: text})
+	return text
+}
+
+// lastBase holds the last base URL built: a client sends its requests to one host and
+// account, so most requests reuse it. One entry, so it needs no bound.
+var lastBase atomic.Pointer[baseStamp]
+
+type baseStamp struct {
+	tls                 bool
+	host, account, text string
 }
 
 // newRequestID returns a random GUID, the form the service's request IDs take.
@@ -382,8 +418,8 @@ func (c *call) send(status int, contentType string, body []byte) {
 	c.writeCORS()
 	h := c.w.Header()
 	if contentType != "" {
-		h.Set("Content-Type", contentType)
-		h.Set("Content-Length", strconv.Itoa(len(body)))
+		c.put(h, "Content-Type", contentType)
+		c.put(h, "Content-Length", strconv.Itoa(len(body)))
 	}
 	c.w.WriteHeader(status)
 	if len(body) > 0 && c.r.Method != http.MethodHead {
@@ -417,7 +453,7 @@ func canonicalName(name string) string {
 // takes ';' as an ordinary character, and clients do send $format=application/json;odata=…
 // unescaped.
 func parseQuery(raw string) (url.Values, error) {
-	v := url.Values{}
+	var v url.Values // nil, and read as empty, for a request with no query
 	for raw != "" {
 		var pair string
 		pair, raw, _ = strings.Cut(raw, "&")
@@ -431,6 +467,9 @@ func parseQuery(raw string) (url.Values, error) {
 		}
 		if value, err = url.QueryUnescape(value); err != nil {
 			return nil, err
+		}
+		if v == nil {
+			v = url.Values{}
 		}
 		v[key] = append(v[key], value)
 	}
