@@ -1,14 +1,11 @@
 package server
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"io"
 	"mime"
-	"mime/multipart"
 	"net/http"
-	"net/textproto"
 	"net/url"
 	"strconv"
 	"strings"
@@ -25,7 +22,7 @@ import (
 type subRequest struct {
 	method    string
 	res       resource
-	header    textproto.MIMEHeader
+	header    mimeHeader
 	query     url.Values
 	body      []byte
 	base      string // scheme://host/account of its URL, for Location and odata links
@@ -41,41 +38,38 @@ type batchOp struct {
 }
 
 func (c *call) batch() {
-	body, err := c.readBody()
+	// Once answered, nothing holds a part of the body (strings are copied out of it), so its
+	// buffer goes back to the pool.
+	body, err := c.readBodyInto(c.s.buffers.get(int(min(max(c.r.ContentLength+1, 0), presizedBody))))
 	if err != nil {
 		c.fail(err)
 		return
 	}
+	defer c.s.buffers.put(body)
 	mt, params, perr := mime.ParseMediaType(c.r.Header.Get("Content-Type"))
 	if perr != nil || mt != "multipart/mixed" || params["boundary"] == "" {
 		c.fail(invalidInput(msgBatchNotMultipart, "Content-Type "+c.r.Header.Get("Content-Type")))
 		return
 	}
-	mr := multipart.NewReader(bytes.NewReader(body), params["boundary"])
-	part, rerr := mr.NextRawPart()
+	// The parts are slices of body, which nothing else reuses (see multipart.go).
+	mr := newMultipartReader(body, params["boundary"])
+	part, rerr := mr.next()
 	if rerr != nil {
 		c.fail(invalidInput(msgBatchNotMultipart, "reading the batch: "+rerr.Error()))
 		return
 	}
-	data, rerr := readPart(part, make([]byte, 0, len(body)))
-	if rerr != nil {
-		c.fail(invalidInput(msgBatchNotMultipart, "reading the batch: "+rerr.Error()))
-		return
-	}
-	inner := part.Header.Get("Content-Type")
-	contentID := part.Header.Get("Content-ID")
-	if _, rerr := mr.NextRawPart(); rerr != io.EOF {
+	inner := part.header.Get("Content-Type")
+	contentID := part.header.Get("Content-ID")
+	if _, rerr := mr.next(); rerr != io.EOF {
 		c.fail(invalidInput(msgOneChangeSet, "a batch must hold exactly one change set, or one query"))
 		return
 	}
 	pmt, pparams, perr := mime.ParseMediaType(inner)
 	switch {
 	case perr == nil && pmt == "multipart/mixed" && pparams["boundary"] != "":
-		// The request body is read no further: its buffer, at least as long as data,
-		// becomes the change set's arena rather than a new one.
-		c.changeSet(data, pparams["boundary"], body[:0])
+		c.changeSet(part.body, pparams["boundary"])
 	case perr == nil && pmt == "application/http":
-		c.batchQuery(data, contentID)
+		c.batchQuery(part.body, contentID)
 	default:
 		c.fail(invalidInput(msgBatchNotMultipart, "batch part Content-Type "+inner))
 	}
@@ -85,56 +79,30 @@ func (c *call) batch() {
 var actionOperations = map[tabula.ActionKind]operation{tabula.ActionInsert: opInsert, tabula.ActionUpdate: opUpdate,
 	tabula.ActionUpsert: opUpsert, tabula.ActionDelete: opDelete}
 
-// readPart appends a part's bytes to buf, whose capacity is expected to hold them all.
-func readPart(r io.Reader, buf []byte) ([]byte, error) {
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := r.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return buf, err
-		}
-	}
-}
-
-// changeSet runs the operations of a change set as one transaction. arena is an empty
-// buffer, no longer in use and not overlapping data, with room for data's length.
-func (c *call) changeSet(data []byte, boundary string, arena []byte) {
-	mr := multipart.NewReader(bytes.NewReader(data), boundary)
-	var ops []batchOp
-	// The parts are read into one buffer as long as the change set, which they cannot
-	// outgrow: each part's bytes are a slice of it, with no copy per part.
-	if cap(arena) < len(data) {
-		arena = make([]byte, 0, len(data))
-	}
+// changeSet runs the operations of a change set as one transaction.
+func (c *call) changeSet(data []byte, boundary string) {
+	mr := newMultipartReader(data, boundary)
+	// The header fields of the parts and of their requests go in two arrays sized for the
+	// change set's parts (up to the most the engine takes), rather than grown as read.
+	parts := min(bytes.Count(data, []byte(mr.dashBoundary)), tabula.MaxTransactionActions+1)
+	mr.fields = make(mimeHeader, 0, 4*parts)
+	c.subFields = make(mimeHeader, 0, 8*parts)
+	ops := make([]batchOp, 0, parts)
 	var (
 		table    string
 		firstBad = -1 // index of the first operation that could not become an action
 		badErr   *tabula.Error
 	)
 	for {
-		part, err := mr.NextRawPart()
+		part, err := mr.next()
 		if err == io.EOF {
 			break
-		}
-		var pdata []byte
-		if err == nil {
-			pdata, err = readPart(part, arena[len(arena):])
-			if cap(pdata) == cap(arena)-len(arena) {
-				arena = arena[:len(arena)+len(pdata)]
-			}
-			pdata = pdata[:len(pdata):len(pdata)]
 		}
 		if err != nil {
 			c.fail(invalidInput(msgBatchNotMultipart, "reading the change set: "+err.Error()))
 			return
 		}
-		op, opErr := c.changeSetOp(pdata, part.Header.Get("Content-ID"))
+		op, opErr := c.changeSetOp(part.body, part.header.Get("Content-ID"))
 		if opErr == nil {
 			if len(ops) == 0 || table == "" {
 				table = op.req.res.table
@@ -218,7 +186,7 @@ func (c *call) changeSetOp(data []byte, contentID string) (batchOp, *tabula.Erro
 		if req.method != http.MethodPut {
 			mode, verb = tabula.Merge, "MERGE"
 		}
-		ifMatch, err := conditions(http.Header(req.header), verb)
+		ifMatch, err := conditions(req.header, verb)
 		if err != nil {
 			return op, err
 		}
@@ -236,7 +204,7 @@ func (c *call) changeSetOp(data []byte, contentID string) (batchOp, *tabula.Erro
 			op.action = tabula.UpsertAction(e, mode)
 		}
 	case req.res.kind == resEntity && req.method == http.MethodDelete:
-		ifMatch, err := conditions(http.Header(req.header), "DELETE")
+		ifMatch, err := conditions(req.header, "DELETE")
 		if err != nil {
 			return op, err
 		}
@@ -259,39 +227,41 @@ func (c *call) parseSubRequest(data []byte) (*subRequest, *tabula.Error) {
 	bad := func(why string) (*subRequest, *tabula.Error) {
 		return nil, invalidInput("", "batch operation: "+why)
 	}
-	src := bytes.NewReader(data)
-	// One reader serves all of a batch's sub-requests: its 1 KiB buffer is reused, not made
-	// per operation. Longer lines are read in pieces.
-	if c.subReader == nil {
-		c.subReader = bufio.NewReaderSize(src, 1024)
-	} else {
-		c.subReader.Reset(src)
-	}
-	br := c.subReader
-	tp := textproto.NewReader(br)
 	var line string
 	for line == "" {
-		l, err := tp.ReadLine()
-		if err != nil {
+		if len(data) == 0 {
 			return bad("no request line")
 		}
-		line = strings.TrimSpace(l)
+		raw := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			raw, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		line = strings.TrimSpace(string(raw))
 	}
 	fields := strings.Fields(line)
 	if len(fields) != 3 || !strings.HasPrefix(fields[2], "HTTP/") {
 		return bad("malformed request line " + strconv.Quote(line))
 	}
-	header, err := tp.ReadMIMEHeader()
+	// The fields of all of a batch's sub-requests share one array.
+	first := len(c.subFields)
+	all, n, err := readHeader(c.subFields, data)
+	c.subFields = all
 	if err != nil && err != io.EOF {
 		return bad("malformed headers: " + err.Error())
 	}
-	// The body is the rest of data, after what the header reader consumed.
-	body := data[len(data)-src.Len()-br.Buffered():]
-	u, err := url.ParseRequestURI(fields[1])
-	if err != nil {
-		return bad("malformed URL " + strconv.Quote(fields[1]))
+	header := all[first:len(all):len(all)]
+	body := data[n:]
+	scheme, host, path, rawQuery, ok := splitTarget(fields[1])
+	if !ok {
+		u, err := url.ParseRequestURI(fields[1])
+		if err != nil {
+			return bad("malformed URL " + strconv.Quote(fields[1]))
+		}
+		scheme, host, path, rawQuery = u.Scheme, u.Host, u.EscapedPath(), u.RawQuery
 	}
-	account, rest, perr := splitAccount(u.EscapedPath())
+	account, rest, perr := splitAccount(path)
 	if perr != nil {
 		return nil, perr
 	}
@@ -302,26 +272,94 @@ func (c *call) parseSubRequest(data []byte) (*subRequest, *tabula.Error) {
 	if perr != nil {
 		return nil, perr
 	}
-	query, err := parseQuery(u.RawQuery)
-	if err != nil {
-		return bad("malformed query string")
+	if rawQuery != c.subQuery.raw || c.subQuery.values == nil && rawQuery != "" {
+		query, err := parseQuery(rawQuery)
+		if err != nil {
+			return bad("malformed query string")
+		}
+		c.subQuery.raw, c.subQuery.values = rawQuery, query
 	}
-	req := &subRequest{method: fields[0], res: res, header: header, query: query, body: body, base: c.base}
-	if u.Host != "" {
-		req.base = u.Scheme + "://" + u.Host + "/" + url.PathEscape(account)
+	req := &subRequest{method: fields[0], res: res, header: header, query: c.subQuery.values, body: body, base: c.base}
+	if host != "" {
+		b := &c.subBase
+		if b.text == "" || b.scheme != scheme || b.host != host || b.account != account {
+			*b = struct{ scheme, host, account, text string }{scheme, host, account, scheme + "://" + host + "/" + url.PathEscape(account)}
+		}
+		req.base = b.text
 	}
 	if values := header.Values("X-Http-Method"); len(values) > 0 {
 		// The same tunnelling rules as a request of its own (Cosmos-style clients use it).
-		r := &http.Request{Method: req.method, Header: http.Header(header)}
-		if req.method, perr = effectiveMethod(r); perr != nil {
+		if req.method, perr = tunnelledMethod(req.method, values); perr != nil {
 			return nil, perr
 		}
 	}
 	return req, nil
 }
 
-func preferenceOf(h textproto.MIMEHeader) string {
-	return preferenceIn(http.Header(h))
+// splitTarget splits the absolute or origin-form URL of a sub-request into what
+// url.ParseRequestURI would make of it, for the URLs SDKs send: an http or https scheme, a
+// plain host name and port, and a path of characters that stand for themselves, which is
+// then also its escaped form. For anything else ok is false, and url.ParseRequestURI reads it.
+func splitTarget(target string) (scheme, host, path, query string, ok bool) {
+	rest := target
+	switch {
+	case strings.HasPrefix(rest, "http://"):
+		scheme, rest = "http", rest[len("http://"):]
+	case strings.HasPrefix(rest, "https://"):
+		scheme, rest = "https", rest[len("https://"):]
+	case strings.HasPrefix(rest, "/") && !strings.HasPrefix(rest, "//"):
+	default:
+		return "", "", "", "", false
+	}
+	if scheme != "" {
+		i := strings.IndexByte(rest, '/')
+		if i <= 0 || !plainHost(rest[:i]) {
+			return "", "", "", "", false
+		}
+		host, rest = rest[:i], rest[i:]
+	}
+	path, query, _ = strings.Cut(rest, "?")
+	for i := 0; i < len(path); i++ {
+		if !plainPathByte(path[i]) {
+			return "", "", "", "", false
+		}
+	}
+	for i := 0; i < len(query); i++ {
+		if c := query[i]; c < 0x20 || c == 0x7f {
+			return "", "", "", "", false
+		}
+	}
+	return scheme, host, path, query, true
+}
+
+// plainHost says whether host is a name or IPv4 address, with a port or none.
+func plainHost(host string) bool {
+	name, port, hasPort := strings.Cut(host, ":")
+	if name == "" || hasPort && port == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.') {
+			return false
+		}
+	}
+	for i := 0; i < len(port); i++ {
+		if port[i] < '0' || port[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// plainPathByte says whether c stands for itself in a path, escaped or not (RFC 3986,
+// section 3.3), so that a path of them is its own escaped form.
+func plainPathByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+		strings.IndexByte("-._~!$&'()*+,;=:@/", c) >= 0
+}
+
+func preferenceOf(h mimeHeader) string {
+	return preferenceIn(h)
 }
 
 // batchWriter writes the multipart response of a batch, byte for byte in the service's layout (REST
@@ -335,8 +373,10 @@ type batchWriter struct {
 	boundary string // the boundary parts are written under
 }
 
-func (c *call) newBatchWriter(changeSet bool) *batchWriter {
+// newBatchWriter starts a response of about size bytes.
+func (c *call) newBatchWriter(changeSet bool, size int) *batchWriter {
 	w := &batchWriter{c: c, batch: "batchresponse_" + c.s.newID()}
+	w.buf = *bytes.NewBuffer(c.s.buffers.get(size))
 	w.boundary = w.batch
 	if changeSet {
 		w.changes = "changesetresponse_" + c.s.newID()
@@ -348,6 +388,15 @@ func (c *call) newBatchWriter(changeSet bool) *batchWriter {
 
 // part writes one HTTP response as a part: status, headers (name, value pairs) and body.
 func (w *batchWriter) part(contentID string, status int, headers []string, body []byte) {
+	w.begin(contentID, status)
+	for i := 0; i+1 < len(headers); i += 2 {
+		w.header(headers[i], headers[i+1])
+	}
+	w.end(body)
+}
+
+// begin starts a part: its delimiter, its MIME header and its response's status line.
+func (w *batchWriter) begin(contentID string, status int) {
 	b := &w.buf
 	b.WriteString("--")
 	b.WriteString(w.boundary)
@@ -362,12 +411,30 @@ func (w *batchWriter) part(contentID string, status int, headers []string, body 
 	b.WriteString(" ")
 	b.WriteString(http.StatusText(status))
 	b.WriteString("\r\n")
-	for i := 0; i+1 < len(headers); i += 2 {
-		b.WriteString(headers[i])
-		b.WriteString(": ")
-		b.WriteString(headers[i+1])
-		b.WriteString("\r\n")
-	}
+}
+
+// header writes one header of the part's response.
+func (w *batchWriter) header(name, value string) {
+	w.buf.WriteString(name)
+	w.buf.WriteString(": ")
+	w.buf.WriteString(value)
+	w.buf.WriteString("\r\n")
+}
+
+// location writes a header whose value is the entity's URL, as Location is.
+func (w *batchWriter) location(name string, op *batchOp) {
+	b := &w.buf
+	b.WriteString(name)
+	b.WriteString(": ")
+	b.WriteString(op.req.base)
+	b.WriteString("/")
+	b.WriteString(op.req.res.table)
+	b.Write(appendKeyPredicate(b.AvailableBuffer(), op.action.Entity.PartitionKey, op.action.Entity.RowKey))
+	b.WriteString("\r\n")
+}
+
+// end ends the part's headers and writes its body.
+func (w *batchWriter) end(body []byte) {
 	w.buf.WriteString("\r\n")
 	w.buf.Write(body)
 	w.buf.WriteString("\r\n")
@@ -380,44 +447,48 @@ func (w *batchWriter) finish() {
 	}
 	w.buf.WriteString("--" + w.batch + "--\r\n")
 	w.c.send(http.StatusAccepted, "multipart/mixed; boundary="+w.batch, w.buf.Bytes())
+	w.c.s.buffers.put(w.buf.Bytes()) // written: the ResponseWriter keeps no part of it
 }
 
 func (c *call) changeSetSuccess(ops []batchOp, results []tabula.ActionResult) {
 	noteEntities(c.w, len(ops))
-	w := c.newBatchWriter(true)
-	w.buf.Grow(512 * len(ops)) // a no-content part is about 400 bytes
-	var scratch []string       // each part's headers, reused
-	for i, op := range ops {
+	w := c.newBatchWriter(true, 768*len(ops)) // a no-content part is about 600 bytes
+	for i := range ops {
+		op := &ops[i]
 		a, r := &op.action, results[i]
-		var headers []string
 		switch a.Kind {
 		case tabula.ActionInsert:
-			location := op.req.base + "/" + op.req.res.table + keyPredicate(a.Entity.PartitionKey, a.Entity.RowKey)
-			headers = append(scratch[:0], "X-Content-Type-Options", "nosniff", "Cache-Control", "no-cache")
-			scratch = headers
 			if op.prefer == "return-no-content" {
-				headers = append(headers, "Preference-Applied", "return-no-content", "DataServiceVersion", "3.0;",
-					"Location", location, "DataServiceId", location, "ETag", string(r.ETag))
-				scratch = headers
-				w.part(op.req.contentID, http.StatusNoContent, headers, nil)
+				w.begin(op.req.contentID, http.StatusNoContent)
+				w.header("X-Content-Type-Options", "nosniff")
+				w.header("Cache-Control", "no-cache")
+				w.header("Preference-Applied", "return-no-content")
+				w.header("DataServiceVersion", "3.0;")
+				w.location("Location", op)
+				w.location("DataServiceId", op)
+				w.header("ETag", string(r.ETag))
+				w.end(nil)
 				continue
 			}
+			w.begin(op.req.contentID, http.StatusCreated)
+			w.header("X-Content-Type-Options", "nosniff")
+			w.header("Cache-Control", "no-cache")
 			if op.prefer == "return-content" {
-				headers = append(headers, "Preference-Applied", "return-content")
+				w.header("Preference-Applied", "return-content")
 			}
-			headers = append(headers, "DataServiceVersion", "3.0;", "Content-Type", op.level.partContentType(),
-				"Location", location, "ETag", string(r.ETag))
+			w.header("DataServiceVersion", "3.0;")
+			w.header("Content-Type", op.level.partContentType())
+			w.location("Location", op)
+			w.header("ETag", string(r.ETag))
 			e := a.Entity
 			e.Timestamp, e.ETag = r.Timestamp, r.ETag
 			ew := &entityWriter{level: op.level, base: op.req.base, account: c.account, table: op.req.res.table}
-			w.part(op.req.contentID, http.StatusCreated, headers, ew.appendEntity(nil, &e, true))
+			w.end(ew.appendEntity(nil, &e, true))
 		case tabula.ActionDelete:
-			headers = []string{"X-Content-Type-Options", "nosniff", "Cache-Control", "no-cache", "DataServiceVersion", "1.0;"}
-			w.part(op.req.contentID, http.StatusNoContent, headers, nil)
+			w.part(op.req.contentID, http.StatusNoContent, []string{"X-Content-Type-Options", "nosniff", "Cache-Control", "no-cache", "DataServiceVersion", "1.0;"}, nil)
 		default:
-			headers = []string{"X-Content-Type-Options", "nosniff", "Cache-Control", "no-cache", "DataServiceVersion", "1.0;",
-				"ETag", string(r.ETag)}
-			w.part(op.req.contentID, http.StatusNoContent, headers, nil)
+			w.part(op.req.contentID, http.StatusNoContent, []string{"X-Content-Type-Options", "nosniff", "Cache-Control", "no-cache", "DataServiceVersion", "1.0;",
+				"ETag", string(r.ETag)}, nil)
 		}
 	}
 	w.finish()
@@ -428,7 +499,7 @@ func (c *call) changeSetSuccess(ops []batchOp, results []tabula.ActionResult) {
 // transactions").
 func (c *call) changeSetFailure(ops []batchOp, index int, e *tabula.Error) {
 	noteError(c.w, e.Code)
-	w := c.newBatchWriter(true)
+	w := c.newBatchWriter(true, 1024)
 	headers := []string{"X-Content-Type-Options", "nosniff"}
 	if e.Code != tabula.ErrTableNotFound.Code { // as recorded: a missing table's part has neither
 		headers = append(headers, "Cache-Control", "no-cache")
@@ -458,7 +529,7 @@ func (c *call) batchQuery(data []byte, contentID string) {
 		c.fail(err)
 		return
 	}
-	w := c.newBatchWriter(false)
+	w := c.newBatchWriter(false, 2048)
 	headers := []string{"X-Content-Type-Options", "nosniff", "Cache-Control", "no-cache", "DataServiceVersion", "3.0;"}
 	lvl, err := negotiate(req.query.Get("$format"), req.header.Get("Accept"))
 	var e tabula.Entity

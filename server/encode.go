@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/base64"
+	"encoding/binary"
 	"math"
 	"net/url"
 	"slices"
@@ -339,8 +340,15 @@ func appendJSONContent(b []byte, s string) []byte {
 // plainWord reports whether none of the eight bytes of s needs escaping in a JSON string:
 // none is below 0x20, a quote or a backslash (bytes of multi-byte UTF-8 are all above 0x7F).
 func plainWord(s string) bool {
-	x := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
-		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+	return plain8(uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56)
+}
+
+// plainBytes is plainWord for the first eight bytes of b.
+func plainBytes(b []byte) bool { return plain8(binary.LittleEndian.Uint64(b)) }
+
+// plain8 is plainWord for eight bytes read as a little-endian word.
+func plain8(x uint64) bool {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	control := (x - 0x20*ones) & ^x & highs // a byte below 0x20
 	q := x ^ ('"' * ones)
@@ -354,6 +362,30 @@ func plainWord(s string) bool {
 // (PartitionKey='…',RowKey='…'), quotes doubled and the keys percent-encoded.
 func keyPredicate(pk, rk string) string {
 	return "(PartitionKey='" + escapeKey(pk) + "',RowKey='" + escapeKey(rk) + "')"
+}
+
+// appendKeyPredicate appends keyPredicate(pk, rk) to b, building no string for keys of
+// characters a path segment holds as they are.
+func appendKeyPredicate(b []byte, pk, rk string) []byte {
+	if !plainSegment(pk) || !plainSegment(rk) {
+		return append(b, keyPredicate(pk, rk)...)
+	}
+	b = append(b, "(PartitionKey='"...)
+	b = append(b, pk...)
+	b = append(b, "',RowKey='"...)
+	b = append(b, rk...)
+	return append(b, "')"...)
+}
+
+// plainSegment says whether url.PathEscape leaves s as it is and s holds no quote.
+func plainSegment(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+			strings.IndexByte("-_.~$&+:=@", c) >= 0) {
+			return false
+		}
+	}
+	return true
 }
 
 func escapeKey(k string) string {

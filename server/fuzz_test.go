@@ -165,6 +165,9 @@ func FuzzKeyPredicate(f *testing.F) {
 	f.Fuzz(func(t *testing.T, pk, rk string) {
 		// The keys an SDK puts in a URL read back exactly, unless they hold / or \, which
 		// the service refuses in a URL.
+		if got := string(appendKeyPredicate([]byte("x"), pk, rk)); got != "x"+keyPredicate(pk, rk) {
+			t.Fatalf("appendKeyPredicate(%q, %q) = %q, not x%s", pk, rk, got, keyPredicate(pk, rk))
+		}
 		res, err := parseResource("Fuzz" + keyPredicate(pk, rk))
 		switch {
 		case strings.ContainsAny(pk+rk, `/\`):

@@ -463,9 +463,15 @@ func containsStar(names []string) bool {
 	return false
 }
 
+// headerReader reads a request's header: http.Header, or a $batch sub-request's mimeHeader.
+type headerReader interface {
+	Get(name string) string
+	Values(name string) []string
+}
+
 // conditions reads If-Match and If-None-Match for a write: If-None-Match is not allowed on
 // writes, nor both at once, and If-Match must be * or one well-formed ETag.
-func conditions(h http.Header, verb string) (tabula.ETag, *tabula.Error) {
+func conditions(h headerReader, verb string) (tabula.ETag, *tabula.Error) {
 	ifMatch, ifNoneMatch := h.Get("If-Match"), h.Get("If-None-Match")
 	switch {
 	case ifMatch != "" && ifNoneMatch != "":
@@ -501,7 +507,7 @@ func parseETag(v string) (tabula.ETag, *tabula.Error) {
 // one (only Insert Entity and Create Table honour it, as their REST documentation pages say).
 func preference(r *http.Request) string { return preferenceIn(r.Header) }
 
-func preferenceIn(h http.Header) string {
+func preferenceIn(h headerReader) string {
 	for _, v := range h.Values("Prefer") {
 		if v == "return-no-content" || v == "return-content" { // as SDKs send it
 			return v

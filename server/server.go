@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"encoding/base64"
 	"fmt"
 	"io"
@@ -61,6 +60,7 @@ type Server struct {
 	clock      func() time.Time
 	newID      func() string // request IDs and batch boundaries; tests make them predictable
 	bearer     bool          // Options.BearerTokens
+	buffers    bufferPool    // large request and response buffers, reused (buffers.go)
 
 	controlMu sync.Mutex // serialises changes through the management API (control.go)
 }
@@ -131,8 +131,15 @@ type call struct {
 	// headerValues backs the response's header values set through put, so that a request
 	// allocates one array for them rather than a slice per header.
 	headerValues []string
-	// subReader reads the sub-requests of a $batch (see parseSubRequest).
-	subReader *bufio.Reader
+	// subFields holds the header fields of a $batch's sub-requests, each one's a slice of
+	// it; subQuery and subBase keep the last sub-request's query and base URL, which the
+	// operations of a batch share (see parseSubRequest).
+	subFields mimeHeader
+	subQuery  struct {
+		raw    string
+		values url.Values
+	}
+	subBase struct{ scheme, host, account, text string }
 }
 
 // put sets a response header as setHeader does (which, for a name already in Go's canonical
@@ -297,11 +304,16 @@ func (c *call) route(res resource, method string) {
 // effectiveMethod applies X-HTTP-Method tunnelling: only on POST, once, and only to MERGE,
 // PUT or DELETE (REST docs: "Merge Entity").
 func effectiveMethod(r *http.Request) (string, *tabula.Error) {
-	values := r.Header.Values("X-Http-Method") // canonical form: no conversion per request
+	return tunnelledMethod(r.Method, r.Header.Values("X-Http-Method")) // canonical form: no conversion per request
+}
+
+// tunnelledMethod is the method a request sent as method means, given its X-HTTP-Method
+// values.
+func tunnelledMethod(method string, values []string) (string, *tabula.Error) {
 	if len(values) == 0 {
-		return r.Method, nil
+		return method, nil
 	}
-	if r.Method != http.MethodPost {
+	if method != http.MethodPost {
 		return "", errXMethodNotUsingPost
 	}
 	if len(values) > 1 {
@@ -368,7 +380,10 @@ func newRequestID() string {
 const presizedBody = 256 << 10
 
 // readBody reads the request body, refusing more than MaxRequestBody bytes.
-func (c *call) readBody() ([]byte, *tabula.Error) {
+func (c *call) readBody() ([]byte, *tabula.Error) { return c.readBodyInto(nil) }
+
+// readBodyInto is readBody into buf, an empty buffer, when it has room: a pooled one.
+func (c *call) readBodyInto(buf []byte) ([]byte, *tabula.Error) {
 	if c.r.ContentLength > MaxRequestBody {
 		return nil, withDetail(tabula.ErrRequestBodyTooLarge, "Content-Length "+strconv.FormatInt(c.r.ContentLength, 10)+" exceeds 4 MiB")
 	}
@@ -381,7 +396,10 @@ func (c *call) readBody() ([]byte, *tabula.Error) {
 		// Sized from Content-Length, one byte more to see the end without growing; but no
 		// more than presizedBody before the bytes arrive, so that a client declaring 4 MiB
 		// and sending nothing does not hold 4 MiB of the server's memory.
-		data, err = readPart(io.LimitReader(c.r.Body, MaxRequestBody+1), make([]byte, 0, min(n+1, presizedBody)))
+		if size := int(min(n+1, presizedBody)); cap(buf) < size {
+			buf = make([]byte, 0, size)
+		}
+		data, err = readPart(io.LimitReader(c.r.Body, MaxRequestBody+1), buf)
 	} else {
 		data, err = io.ReadAll(io.LimitReader(c.r.Body, MaxRequestBody+1))
 	}
@@ -392,6 +410,23 @@ func (c *call) readBody() ([]byte, *tabula.Error) {
 		return nil, withDetail(tabula.ErrRequestBodyTooLarge, "the body exceeds 4 MiB")
 	}
 	return data, nil
+}
+
+// readPart appends a part's bytes to buf, whose capacity is expected to hold them all.
+func readPart(r io.Reader, buf []byte) ([]byte, error) {
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
 }
 
 // fail answers with the service's error response.
