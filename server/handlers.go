@@ -250,7 +250,7 @@ func (c *call) queryEntities(table string) {
 	for i := range page.Entities {
 		size += entitySize(&page.Entities[i])
 	}
-	b := make([]byte, 0, size)
+	b := c.s.buffers.get(size)
 	b = append(b, '{')
 	if lvl != levelNone {
 		meta := c.base + "/$metadata#" + table
@@ -276,6 +276,7 @@ func (c *call) queryEntities(table string) {
 		}
 	}
 	c.send(http.StatusOK, lvl.contentType(), b)
+	c.s.buffers.put(b) // written: the ResponseWriter keeps no part of it
 }
 
 func (c *call) insertEntity(table string) {

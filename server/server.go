@@ -131,6 +131,7 @@ type call struct {
 	// headerValues backs the response's header values set through put, so that a request
 	// allocates one array for them rather than a slice per header.
 	headerValues []string
+	headerArray  [12]string // headerValues' first array, allocated with the call
 	// subFields holds the header fields of a $batch's sub-requests, each one's a slice of
 	// it; subQuery and subBase keep the last sub-request's query and base URL, which the
 	// operations of a batch share (see parseSubRequest).
@@ -149,7 +150,9 @@ func (c *call) put(h http.Header, name, value string) {
 	if len(h) > 0 {
 		delete(h, canonicalName(name))
 	}
-	if len(c.headerValues) == cap(c.headerValues) {
+	if c.headerValues == nil {
+		c.headerValues = c.headerArray[:0]
+	} else if len(c.headerValues) == cap(c.headerValues) {
 		c.headerValues = make([]string, 0, 12)
 	}
 	c.headerValues = append(c.headerValues, value)
@@ -472,11 +475,26 @@ func setHeader(h http.Header, name, value string) {
 	h[name] = []string{value}
 }
 
+// commonCanonicalNames are the canonical forms of the names every response carries, looked
+// up without the sync.Map's locking and boxing (it is only read).
+var commonCanonicalNames = func() map[string]string {
+	m := map[string]string{}
+	for _, n := range []string{"x-ms-request-id", "x-ms-version", "x-ms-client-request-id", "Date", "Server",
+		"X-Content-Type-Options", "Cache-Control", "Content-Type", "Content-Length", "ETag", "Location",
+		"DataServiceId", "DataServiceVersion", "Preference-Applied", "x-ms-error-code"} {
+		m[n] = textproto.CanonicalMIMEHeaderKey(n)
+	}
+	return m
+}()
+
 // canonicalNames caches textproto.CanonicalMIMEHeaderKey for setHeader's names, which are
 // constants of this package.
 var canonicalNames sync.Map
 
 func canonicalName(name string) string {
+	if c, ok := commonCanonicalNames[name]; ok {
+		return c
+	}
 	if c, ok := canonicalNames.Load(name); ok {
 		return c.(string)
 	}

@@ -55,3 +55,14 @@ func TestBaseURLAcrossHostsAndAccounts(t *testing.T) {
 		assert.Equal(t, tc.want, baseURL(tc.r, tc.account))
 	}
 }
+
+func TestParseHTTPDateRemembersOnlyTheSameText(t *testing.T) {
+	for _, date := range []string{"Mon, 23 Nov 2026 14:00:00 GMT", "Mon, 23 Nov 2026 14:00:01 GMT", "Monday, 23-Nov-26 14:00:01 GMT", "not a date", "Mon, 23 Nov 2026 14:00:00 GMT"} {
+		want, wantErr := http.ParseTime(date)
+		for range 2 { // the second read comes from what the first remembered
+			got, err := parseHTTPDate(date)
+			assert.Equal(t, wantErr != nil, err != nil, date)
+			assert.True(t, want.Equal(got), "%s: %v, not %v", date, got, want)
+		}
+	}
+}
