@@ -167,7 +167,7 @@ func (c *call) changeSetOp(data []byte, contentID string) (batchOp, *tabula.Erro
 		return batchOp{}, err
 	}
 	req.contentID = contentID
-	op := batchOp{req: req, prefer: preferenceOf(req.header)}
+	op := batchOp{req: req, prefer: preferenceIn(req.header)}
 	if op.level, err = negotiateCommon(req.query.Get("$format"), req.header.Get("Accept")); err != nil {
 		return op, err
 	}
@@ -280,12 +280,12 @@ func (c *call) parseSubRequest(data []byte) (*subRequest, *tabula.Error) {
 		c.subQuery.raw, c.subQuery.values = rawQuery, query
 	}
 	req := &subRequest{method: fields[0], res: res, header: header, query: c.subQuery.values, body: body, base: c.base}
-	if host != "" {
-		b := &c.subBase
-		if b.text == "" || b.scheme != scheme || b.host != host || b.account != account {
-			*b = struct{ scheme, host, account, text string }{scheme, host, account, scheme + "://" + host + "/" + url.PathEscape(account)}
-		}
-		req.base = b.text
+	switch {
+	case host == "":
+	case scheme == "http" || scheme == "https":
+		req.base = baseFor(scheme == "https", host, account)
+	default:
+		req.base = scheme + "://" + host + "/" + url.PathEscape(account)
 	}
 	if values := header.Values("X-Http-Method"); len(values) > 0 {
 		// The same tunnelling rules as a request of its own (Cosmos-style clients use it).
@@ -356,10 +356,6 @@ func plainHost(host string) bool {
 func plainPathByte(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
 		strings.IndexByte("-._~!$&'()*+,;=:@/", c) >= 0
-}
-
-func preferenceOf(h mimeHeader) string {
-	return preferenceIn(h)
 }
 
 // batchWriter writes the multipart response of a batch, byte for byte in the service's layout (REST

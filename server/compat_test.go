@@ -417,3 +417,27 @@ func TestBatchRetrieve(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Queries answer Vary: Origin with or without an Origin, as the service's recorded answers
+// to the SDKs do; writes and failures do not.
+func TestQueriesVaryByOrigin(t *testing.T) {
+	h := newHarness(t, nil)
+	h.createTable("Vary")
+	h.insert("Vary", `{"PartitionKey":"p","RowKey":"r"}`)
+	for _, tc := range []struct {
+		req  request
+		vary string
+	}{
+		{request{method: "GET", target: "/devstoreaccount1/Vary(PartitionKey='p',RowKey='r')"}, "Origin"},
+		{request{method: "GET", target: "/devstoreaccount1/Vary()"}, "Origin"},
+		{request{method: "GET", target: "/devstoreaccount1/Tables"}, "Origin"},
+		{request{method: "GET", target: "/devstoreaccount1/Vary(PartitionKey='p',RowKey='missing')"}, ""},
+		{request{method: "POST", target: "/devstoreaccount1/Vary", body: `{"PartitionKey":"p","RowKey":"s"}`}, ""},
+		{request{method: "GET", target: "/devstoreaccount1/?restype=service&comp=properties"}, ""},
+	} {
+		resp := h.do(tc.req)
+		if got := resp.Header.Get("Vary"); got != tc.vary {
+			t.Errorf("%s %s (%d): Vary %q, want %q", tc.req.method, tc.req.target, resp.StatusCode, got, tc.vary)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
+	"net/url"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -184,6 +185,32 @@ func FuzzKeyPredicate(f *testing.F) {
 			_, _ = parseResource(raw)
 			no5xx(t, h.serveRaw("GET", "/devstoreaccount1/"+raw, "", nil), raw)
 			no5xx(t, h.serveRaw("DELETE", "/devstoreaccount1/"+raw+"?"+rk, "", nil), raw)
+		}
+	})
+}
+
+// FuzzSplitTarget checks the sub-request URL fast path against url.ParseRequestURI, which
+// reads every URL the fast path declines.
+func FuzzSplitTarget(f *testing.F) {
+	for _, seed := range []string{
+		"http://127.0.0.1:10002/devstoreaccount1/T?%24format=application%2Fjson%3Bodata%3Dminimalmetadata",
+		"https://acct.table.core.windows.net/T(PartitionKey='p',RowKey='r')",
+		"/devstoreaccount1/T(PartitionKey='a%20b',RowKey='')", "//h/p", "http://h", "http://u@h/p", "http://[::1]:80/a/T",
+		"HTTP://h/a/T", "http://h:/a/T", "http://h/a/T?x=\x01", "http://h/a b",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, target string) {
+		scheme, host, path, query, ok := splitTarget(target)
+		if !ok {
+			return
+		}
+		u, err := url.ParseRequestURI(target)
+		if err != nil {
+			t.Fatalf("splitTarget read %q, which url.ParseRequestURI refuses: %v", target, err)
+		}
+		if scheme != u.Scheme || host != u.Host || path != u.EscapedPath() || query != u.RawQuery {
+			t.Fatalf("%q: split into %q %q %q %q, not %q %q %q %q", target, scheme, host, path, query, u.Scheme, u.Host, u.EscapedPath(), u.RawQuery)
 		}
 	})
 }

@@ -124,6 +124,9 @@ type call struct {
 	query     url.Values
 	grant     *grant
 	written   bool
+	// queryAnswer is set for a query (Query Tables, Query Entities, a point query), whose
+	// success says Vary: Origin.
+	queryAnswer bool
 	// corsOrigin is the Origin of a request to an account with CORS rules, cors the rule
 	// that matched it (nil for none); send adds their headers (see cors.go).
 	corsOrigin string
@@ -133,14 +136,13 @@ type call struct {
 	headerValues []string
 	headerArray  [12]string // headerValues' first array, allocated with the call
 	// subFields holds the header fields of a $batch's sub-requests, each one's a slice of
-	// it; subQuery and subBase keep the last sub-request's query and base URL, which the
-	// operations of a batch share (see parseSubRequest).
+	// it; subQuery keeps the last sub-request's query, which the operations of a batch
+	// share (see parseSubRequest).
 	subFields mimeHeader
 	subQuery  struct {
 		raw    string
 		values url.Values
 	}
-	subBase struct{ scheme, host, account, text string }
 }
 
 // put sets a response header as setHeader does (which, for a name already in Go's canonical
@@ -247,6 +249,9 @@ func (c *call) route(res resource, method string) {
 		c.routeXML(res, method) // service properties and stats, table ACLs
 		return
 	}
+	// The service's answers to queries say they vary by Origin, whether or not the request
+	// has one, as the SDKs' recorded live traffic shows.
+	c.queryAnswer = method == http.MethodGet && res.kind != resBatch && res.kind != resService
 	switch res.kind {
 	case resTables:
 		switch method {
@@ -345,16 +350,19 @@ func requestTarget(r *http.Request) (path, query string) {
 	return path, query
 }
 
-func baseURL(r *http.Request, account string) string {
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	if b := lastBase.Load(); b != nil && b.tls == (r.TLS != nil) && b.host == r.Host && b.account == account {
+func baseURL(r *http.Request, account string) string { return baseFor(r.TLS != nil, r.Host, account) }
+
+// baseFor is the base URL scheme://host/account of a request, or of a $batch sub-request.
+func baseFor(tls bool, host, account string) string {
+	if b := lastBase.Load(); b != nil && b.tls == tls && b.host == host && b.account == account {
 		return b.text
 	}
-	text := scheme + "://" + r.Host + "/" + url.PathEscape(account)
-	lastBase.Store(&baseStamp{tls: r.TLS != nil, host: r.Host, account: account, text: text})
+	scheme := "http"
+	if tls {
+		scheme = "https"
+	}
+	text := scheme + "://" + host + "/" + url.PathEscape(account)
+	lastBase.Store(&baseStamp{tls: tls, host: host, account: account, text: text})
 	return text
 }
 
@@ -455,6 +463,9 @@ func (c *call) send(status int, contentType string, body []byte) {
 	c.written = true
 	c.writeCORS()
 	h := c.w.Header()
+	if c.queryAnswer && status == http.StatusOK && h["Vary"] == nil {
+		c.put(h, "Vary", "Origin")
+	}
 	if contentType != "" {
 		c.put(h, "Content-Type", contentType)
 		c.put(h, "Content-Length", strconv.Itoa(len(body)))
