@@ -7,8 +7,8 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
-	"net/url"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 
