@@ -22,7 +22,7 @@ import (
 type subRequest struct {
 	method    string
 	res       resource
-	header    mimeHeader
+	header    mimeHeader // valid until the next sub-request is read
 	query     url.Values
 	body      []byte
 	base      string // scheme://host/account of its URL, for Location and odata links
@@ -82,12 +82,12 @@ var actionOperations = map[tabula.ActionKind]operation{tabula.ActionInsert: opIn
 // changeSet runs the operations of a change set as one transaction.
 func (c *call) changeSet(data []byte, boundary string) {
 	mr := newMultipartReader(data, boundary)
-	// The header fields of the parts and of their requests go in two arrays sized for the
-	// change set's parts (up to the most the engine takes), rather than grown as read.
-	parts := min(bytes.Count(data, []byte(mr.dashBoundary)), tabula.MaxTransactionActions+1)
-	mr.fields = make(mimeHeader, 0, 4*parts)
-	c.subFields = make(mimeHeader, 0, 8*parts)
-	ops := make([]batchOp, 0, parts)
+	// Operations past the most a transaction takes are read and checked, but not kept:
+	// the engine refuses the change set for its length whatever they hold, and what a
+	// request holds in memory stays bounded however many parts it has.
+	const kept = tabula.MaxTransactionActions + 1
+	ops := make([]batchOp, 0, min(bytes.Count(data, []byte(mr.dashBoundary)), kept))
+	read := 0
 	var (
 		table    string
 		firstBad = -1 // index of the first operation that could not become an action
@@ -104,11 +104,11 @@ func (c *call) changeSet(data []byte, boundary string) {
 		}
 		op, opErr := c.changeSetOp(part.body, part.header.Get("Content-ID"))
 		if opErr == nil {
-			if len(ops) == 0 || table == "" {
+			if read == 0 || table == "" {
 				table = op.req.res.table
 			} else if !strings.EqualFold(op.req.res.table, table) {
 				opErr = withMessage(tabula.ErrCommandsInBatchActOnDifferentPartitions, tabula.ErrCommandsInBatchActOnDifferentPartitions.Message,
-					"operation "+strconv.Itoa(len(ops))+" addresses table "+op.req.res.table+", not "+table)
+					"operation "+strconv.Itoa(read)+" addresses table "+op.req.res.table+", not "+table)
 			}
 		}
 		if opErr == nil && op.req != nil {
@@ -120,16 +120,19 @@ func (c *call) changeSet(data []byte, boundary string) {
 			}
 		}
 		if opErr != nil && firstBad < 0 {
-			firstBad, badErr = len(ops), opErr
+			firstBad, badErr = read, opErr
 		}
-		ops = append(ops, op)
+		if len(ops) < kept {
+			ops = append(ops, op)
+		}
+		read++
 	}
 	if firstBad == 0 {
 		c.changeSetFailure(ops, 0, badErr)
 		return
 	}
 	n := len(ops)
-	if firstBad > 0 {
+	if firstBad > 0 && firstBad < n {
 		n = firstBad
 	}
 	actions := make([]tabula.Action, n, n+1)
@@ -244,14 +247,12 @@ func (c *call) parseSubRequest(data []byte) (*subRequest, *tabula.Error) {
 	if len(fields) != 3 || !strings.HasPrefix(fields[2], "HTTP/") {
 		return bad("malformed request line " + strconv.Quote(line))
 	}
-	// The fields of all of a batch's sub-requests share one array.
-	first := len(c.subFields)
-	all, n, err := readHeader(c.subFields, data)
-	c.subFields = all
+	// Each sub-request's fields reuse the last one's array.
+	header, n, err := readHeader(c.subFields[:0], data)
+	c.subFields = header
 	if err != nil && err != io.EOF {
 		return bad("malformed headers: " + err.Error())
 	}
-	header := all[first:len(all):len(all)]
 	body := data[n:]
 	scheme, host, path, rawQuery, ok := splitTarget(fields[1])
 	if !ok {

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -439,5 +440,41 @@ func TestQueriesVaryByOrigin(t *testing.T) {
 		if got := resp.Header.Get("Vary"); got != tc.vary {
 			t.Errorf("%s %s (%d): Vary %q, want %q", tc.req.method, tc.req.target, resp.StatusCode, got, tc.vary)
 		}
+	}
+}
+
+// A change set longer than a transaction takes is refused at operation 99 whatever its later
+// operations hold; an unreadable operation before that is reported instead. Only the first
+// 101 operations are kept in memory (changeSet), which must not change either answer.
+func TestLongChangeSet(t *testing.T) {
+	h := newHarness(t, nil)
+	h.createTable("Long")
+	ops := func(n, bad int) string {
+		var parts []string
+		for i := range n {
+			body := `{"PartitionKey":"p","RowKey":"r` + strconv.Itoa(i) + `"}`
+			if i == bad {
+				body = `{"PartitionKey":"p",`
+			}
+			parts = append(parts, insertOp("Long", body, true))
+		}
+		return changeSetBody(parts...)
+	}
+	for _, tc := range []struct {
+		n, bad int
+		want   string
+	}{
+		{150, -1, "99:The batch request operation exceeds the maximum 100 changes per change set."},
+		{150, 120, "99:The batch request operation exceeds the maximum 100 changes per change set."},
+		{150, 101, "99:The batch request operation exceeds the maximum 100 changes per change set."},
+		{150, 40, "40:"},
+	} {
+		got := h.batch(ops(tc.n, tc.bad))
+		if !strings.Contains(got, "HTTP/1.1 400") || !strings.Contains(got, `"value":"`+tc.want) {
+			t.Errorf("%d operations, operation %d unreadable: want 400 %q, got\n%s", tc.n, tc.bad, tc.want, got)
+		}
+	}
+	if got := h.do(request{method: "GET", target: "/devstoreaccount1/Long()"}); !strings.Contains(dump(t, got), `"value":[]`) {
+		t.Fatalf("a refused change set wrote entities")
 	}
 }

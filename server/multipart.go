@@ -189,11 +189,11 @@ type multipartReader struct {
 	dashBoundary string // "--" and the boundary
 	nl           string // the line end: CRLF, or LF when the first boundary line ends so
 	partsRead    int
-	fields       mimeHeader // the fields of every part read, which each part's are a slice of
+	fields       mimeHeader // the current part's header fields, reused for the next part
 }
 
-// rawPart is one part of a multipart document: its header fields and its body, a slice of
-// the document.
+// rawPart is one part of a multipart document: its header fields, valid until the next part
+// is read, and its body, a slice of the document.
 type rawPart struct {
 	header mimeHeader
 	body   []byte
@@ -249,8 +249,7 @@ func (r *multipartReader) next() (rawPart, error) {
 // readPart reads a part's header and finds the end of its body, which is followed by the
 // next delimiter.
 func (r *multipartReader) readPart() (rawPart, error) {
-	first := len(r.fields)
-	fields, n, err := readHeader(r.fields, r.data[r.pos:])
+	fields, n, err := readHeader(r.fields[:0], r.data[r.pos:])
 	r.fields = fields
 	if err != nil {
 		return rawPart{}, err
@@ -262,7 +261,7 @@ func (r *multipartReader) readPart() (rawPart, error) {
 		return rawPart{}, io.ErrUnexpectedEOF
 	}
 	r.pos += end
-	return rawPart{header: r.fields[first:len(r.fields):len(r.fields)], body: body[:end:end]}, nil
+	return rawPart{header: r.fields, body: body[:end:end]}, nil
 }
 
 // bodyEnd is the length of the body at the start of data: up to a line end followed by the

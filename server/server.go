@@ -135,9 +135,9 @@ type call struct {
 	// allocates one array for them rather than a slice per header.
 	headerValues []string
 	headerArray  [12]string // headerValues' first array, allocated with the call
-	// subFields holds the header fields of a $batch's sub-requests, each one's a slice of
-	// it; subQuery keeps the last sub-request's query, which the operations of a batch
-	// share (see parseSubRequest).
+	// subFields holds the header fields of a $batch's sub-request, reused for the next one;
+	// subQuery keeps the last sub-request's query, which the operations of a batch share
+	// (see parseSubRequest).
 	subFields mimeHeader
 	subQuery  struct {
 		raw    string
