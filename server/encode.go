@@ -304,6 +304,9 @@ func appendJSONString(b []byte, s string) []byte {
 func appendJSONContent(b []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); i++ {
+		for i+32 <= len(s) && plainWord32(s[i:i+32]) {
+			i += 32
+		}
 		for i+8 <= len(s) && plainWord(s[i:i+8]) {
 			i += 8
 		}
@@ -339,23 +342,43 @@ func appendJSONContent(b []byte, s string) []byte {
 
 // plainWord reports whether none of the eight bytes of s needs escaping in a JSON string:
 // none is below 0x20, a quote or a backslash (bytes of multi-byte UTF-8 are all above 0x7F).
-func plainWord(s string) bool {
-	return plain8(uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
-		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56)
+func plainWord(s string) bool { return plain8(load8(s)) }
+
+// plainWord32 is plainWord for the first 32 bytes of s, tested at once.
+func plainWord32(s string) bool {
+	_ = s[31]
+	return special8(load8(s[0:8]))|special8(load8(s[8:16]))|special8(load8(s[16:24]))|special8(load8(s[24:32])) == 0
+}
+
+func load8(s string) uint64 {
+	_ = s[7]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
 
 // plainBytes is plainWord for the first eight bytes of b.
 func plainBytes(b []byte) bool { return plain8(binary.LittleEndian.Uint64(b)) }
 
+// plainBytes32 is plainWord32 for the first 32 bytes of b.
+func plainBytes32(b []byte) bool {
+	_ = b[31]
+	return special8(binary.LittleEndian.Uint64(b[0:8]))|special8(binary.LittleEndian.Uint64(b[8:16]))|
+		special8(binary.LittleEndian.Uint64(b[16:24]))|special8(binary.LittleEndian.Uint64(b[24:32])) == 0
+}
+
 // plain8 is plainWord for eight bytes read as a little-endian word.
-func plain8(x uint64) bool {
+func plain8(x uint64) bool { return special8(x) == 0 }
+
+// special8 has the high bit of each byte of x that needs escaping set (and perhaps of the
+// bytes after it: only zero means none).
+func special8(x uint64) uint64 {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	control := (x - 0x20*ones) & ^x & highs // a byte below 0x20
 	q := x ^ ('"' * ones)
 	quote := (q - ones) & ^q & highs // a zero byte of q: a quote
 	bs := x ^ ('\\' * ones)
 	backslash := (bs - ones) & ^bs & highs
-	return control|quote|backslash == 0
+	return control | quote | backslash
 }
 
 // keyPredicate is the service's address of an entity within its table:

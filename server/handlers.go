@@ -300,7 +300,7 @@ func (c *call) insertEntity(table string) {
 	location := c.base + "/" + table + keyPredicate(stored.PartitionKey, stored.RowKey)
 	h := c.w.Header()
 	c.put(h, "ETag", string(stored.ETag))
-	c.put(h, "Location", location)
+	c.set(h, "Location", location)
 	switch preference(c.r) {
 	case "return-no-content":
 		h.Set("Preference-Applied", "return-no-content")

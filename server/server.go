@@ -152,6 +152,12 @@ func (c *call) put(h http.Header, name, value string) {
 	if len(h) > 0 {
 		delete(h, canonicalName(name))
 	}
+	c.set(h, name, value)
+}
+
+// set is put for a name spelled in Go's canonical form, which h[name] replaces under any
+// spelling, or for a header the response cannot have yet: no lookup of the canonical form.
+func (c *call) set(h http.Header, name, value string) {
 	if c.headerValues == nil {
 		c.headerValues = c.headerArray[:0]
 	} else if len(c.headerValues) == cap(c.headerValues) {
@@ -172,19 +178,23 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	c := &call{s: s, w: w, r: r, id: s.newID(), now: s.clock()}
 	h := w.Header()
-	c.put(h, "x-ms-request-id", c.id)
+	put := c.put
+	if len(h) == 0 { // as a response from net/http starts: no name can be there twice
+		put = c.set
+	}
+	put(h, "x-ms-request-id", c.id)
 	if v := r.Header.Get("X-Ms-Version"); v != "" {
-		c.put(h, "x-ms-version", v)
+		put(h, "x-ms-version", v)
 	} else {
-		c.put(h, "x-ms-version", DefaultVersion)
+		put(h, "x-ms-version", DefaultVersion)
 	}
 	if v := r.Header.Get("X-Ms-Client-Request-Id"); v != "" {
-		c.put(h, "x-ms-client-request-id", v)
+		put(h, "x-ms-client-request-id", v)
 	}
-	c.put(h, "Date", formatDate(c.now))
-	c.put(h, "Cache-Control", "no-cache")
-	c.put(h, "X-Content-Type-Options", "nosniff")
-	c.put(h, "Server", "Tabula")
+	c.set(h, "Date", formatDate(c.now))
+	c.set(h, "Cache-Control", "no-cache")
+	c.set(h, "X-Content-Type-Options", "nosniff")
+	c.set(h, "Server", "Tabula")
 	defer func() {
 		if p := recover(); p != nil {
 			if !c.written {
@@ -464,11 +474,11 @@ func (c *call) send(status int, contentType string, body []byte) {
 	c.writeCORS()
 	h := c.w.Header()
 	if c.queryAnswer && status == http.StatusOK && h["Vary"] == nil {
-		c.put(h, "Vary", "Origin")
+		c.set(h, "Vary", "Origin")
 	}
 	if contentType != "" {
-		c.put(h, "Content-Type", contentType)
-		c.put(h, "Content-Length", strconv.Itoa(len(body)))
+		c.set(h, "Content-Type", contentType)
+		c.set(h, "Content-Length", strconv.Itoa(len(body)))
 	}
 	c.w.WriteHeader(status)
 	if len(body) > 0 && c.r.Method != http.MethodHead {
