@@ -101,6 +101,12 @@ func (d DateTime) Time() time.Time { return time.Time(d).UTC() }
 // digits trimmed.
 func (d DateTime) String() string { return formatTime(time.Time(d)) }
 
+// AppendText appends the DateTime as String formats it (encoding.TextAppender), without a
+// string of its own: a response writes one per entity.
+func (d DateTime) AppendText(b []byte) ([]byte, error) {
+	return appendTicks(b, ticksOf(time.Time(d)), ":"), nil
+}
+
 // String formats the Guid as lower-case 8-4-4-4-12 hex, as the service returns it.
 func (g Guid) String() string { return odata.FormatGuid(g) }
 

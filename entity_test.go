@@ -246,6 +246,9 @@ func TestFormatTimeAgreesWithTimeFormat(t *testing.T) {
 		}
 		tm := timeOfTicks(ticks)
 		require.Equal(t, tm.Format("2006-01-02T15:04:05.9999999Z07:00"), formatTime(tm), "ticks %d", ticks)
+		text, err := DateTime(tm).AppendText([]byte("x"))
+		require.NoError(t, err)
+		require.Equal(t, "x"+DateTime(tm).String(), string(text), "AppendText appends what String returns")
 	}
 }
 

@@ -162,7 +162,7 @@ func (w *entityWriter) appendEntity(b []byte, e *tabula.Entity, single bool) []b
 			b = appendJSONString(b, string(tabula.EdmDateTime))
 		}
 		field("Timestamp")
-		b = appendJSONString(b, tabula.DateTime(e.Timestamp).String())
+		b = appendDateTime(b, tabula.DateTime(e.Timestamp))
 	}
 	w.names = appendSortedNames(w.names, e.Properties, w.selected)
 	for _, name := range w.names {
@@ -252,7 +252,7 @@ func appendValue(b []byte, v tabula.Property) []byte {
 	case tabula.Boolean:
 		return strconv.AppendBool(b, bool(v))
 	case tabula.DateTime:
-		return appendJSONString(b, v.String())
+		return appendDateTime(b, v)
 	case tabula.Guid:
 		return appendJSONString(b, v.String())
 	case tabula.Binary:
@@ -338,6 +338,12 @@ func appendJSONContent(b []byte, s string) []byte {
 		start = i + 1
 	}
 	return append(b, s[start:]...)
+}
+
+// appendDateTime writes d as a JSON string; its text needs no escaping.
+func appendDateTime(b []byte, d tabula.DateTime) []byte {
+	b, _ = d.AppendText(append(b, '"'))
+	return append(b, '"')
 }
 
 // plainWord reports whether none of the eight bytes of s needs escaping in a JSON string:
