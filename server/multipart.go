@@ -140,11 +140,7 @@ func nextLine(text string, pos int) (line string, next int, ok bool) {
 	if i < 0 {
 		return text[pos:], len(text), true
 	}
-	line, next = text[pos:pos+i], pos+i+1
-	if strings.HasSuffix(line, "\r") {
-		line = line[:len(line)-1]
-	}
-	return line, next, true
+	return strings.TrimSuffix(text[pos:pos+i], "\r"), pos + i + 1, true
 }
 
 func trimBlanks(s string) string { return strings.Trim(s, " \t") }
