@@ -31,7 +31,7 @@ type Account struct {
 	idleAfter int64 // ns a full bucket must be idle before it is dropped
 
 	throttledPartition atomic.Int64 // entities refused by partition limits
-	throttledAccount   atomic.Int64 // entities refused by the account limit
+	throttledAccount   atomic.Int64 // entities refused by the account limits, every account's
 	history            accountHistory
 
 	bal    balanceParams

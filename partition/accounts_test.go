@@ -163,4 +163,17 @@ func TestAccountsConcurrently(t *testing.T) {
 
 	acct.SetRates(acct.Limits())
 	assert.Equal(t, want, run(), "SetRates refilled every account")
+
+	// SetRates while admissions run (for the race detector): each refill gives each account
+	// at most one more burst.
+	const refills = 5
+	done := make(chan map[string]int64)
+	go func() { done <- run() }()
+	for range refills {
+		acct.SetRates(acct.Limits())
+	}
+	got := <-done
+	for _, name := range accounts {
+		assert.LessOrEqual(t, got[name], int64((refills+1)*burst), name)
+	}
 }
