@@ -145,7 +145,7 @@ func (n *Namespace) DeleteTable(ctx context.Context, name string) error {
 		return err
 	}
 	db.forget(n.name, name)
-	db.service.DropTable(serviceTableName(n.name, rec.Name))
+	db.service.DropAccountTable(n.name, serviceTableName(n.name, rec.Name))
 	db.dropInBackground(rec.ID)
 	return nil
 }

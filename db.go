@@ -53,10 +53,11 @@ type Options struct {
 	// The remaining options simulate how the service behaves under load (package partition).
 
 	// Limits are the service's scalability targets, 2,000 entities/s per PartitionKey and
-	// 20,000 per account (here, per DB), counted as the service counts: every entity
-	// written, and every entity a query scans. The default mode, LimitObserve, refuses
-	// nothing and counts what would have been throttled (see HeatReport); LimitEnforce
-	// answers ServerBusy above the targets; LimitOff skips the accounting.
+	// 20,000 per account, each namespace (DB.Namespace) being an account with a limit of its
+	// own, counted as the service counts: every entity written, and every entity a query
+	// scans. The default mode, LimitObserve, refuses nothing and counts what would have
+	// been throttled (see HeatReport); LimitEnforce answers ServerBusy above the targets;
+	// LimitOff skips the accounting.
 	Limits partition.Limits
 	// Balance tunes the simulated load balancer, which splits range partitions that stay
 	// hot and merges neighbours that stay cold, on Clock.

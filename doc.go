@@ -68,7 +68,8 @@
 // they split). DB.HeatReport shows which partitions a workload makes hot, the "partition stress
 // test" of "Design a scalable partitioning strategy for Azure Table storage";
 // Options.BoundaryContinuations ends query pages at range boundaries as the service may; Retry
-// retries what the service says to retry, with its exponential backoff.
+// retries what the service says to retry, with its exponential backoff. Each namespace (below)
+// is an account with an account limit of its own, so one's load never throttles another's.
 //
 // # Over the wire
 //
@@ -79,10 +80,10 @@
 //
 // # Namespaces
 //
-// A DB holds one set of tables by default. DB.Namespace gives others in the same DB, each
-// with its own table names, as each storage account has on the service; the REST front end
-// serves every account but the first from one. A namespace also keeps what the service
-// keeps per account and per table beyond data: the service properties document
+// A DB holds one set of tables by default. DB.Namespace gives others in the same DB, each with
+// its own table names and its own account limit, as each storage account has on the service;
+// the REST front end serves every account but the first from one. A namespace also keeps what
+// the service keeps per account and per table beyond data: the service properties document
 // (Namespace.SetServiceProperties) and tables' stored access policies
 // (Table.SetAccessPolicies).
 //

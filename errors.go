@@ -98,9 +98,10 @@ const (
 // ErrPartitionBusy and ErrAccountBusy tell apart the two refusals the service answers with
 // 503 ServerBusy (Options.Limits, Options.Faults): the PartitionKey's range partition refused
 // the operation, because the PartitionKey is over its rate limit or the range partition is
-// offline while it splits, or the account (here, the DB) is over its rate limit. Both are
-// ServerBusy on the wire and match errors.Is(err, ErrServerBusy); a client backs off the same
-// way for both, but a test of partition design wants to know which limit it reached.
+// offline while it splits, or the account (the table's namespace, each having a limit of its
+// own) is over its rate limit. Both are ServerBusy on the wire and match
+// errors.Is(err, ErrServerBusy); a client backs off the same way for both, but a test of
+// partition design wants to know which limit it reached.
 var (
 	ErrPartitionBusy = &Error{Code: ErrServerBusy.Code, StatusCode: ErrServerBusy.StatusCode, Message: ErrServerBusy.Message, busy: busyPartition}
 	ErrAccountBusy   = &Error{Code: ErrServerBusy.Code, StatusCode: ErrServerBusy.StatusCode, Message: ErrServerBusy.Message, busy: busyAccount}

@@ -20,7 +20,8 @@ import (
 //     dropped meanwhile, which means the drop had not begun while they read; if it was,
 //     what they read may be torn, and they resolve the name again.
 
-// openTable is a table resolved from the catalog, with its state in the simulated service.
+// openTable is a table resolved from the catalog, with its state in the simulated service,
+// where its namespace is its storage account, with an account limit of its own.
 type openTable struct {
 	rec     tableRecord
 	service *partition.Table
@@ -110,7 +111,7 @@ func (db *DB) resolve(ctx context.Context, ns, name string) (*openTable, error) 
 		}
 		db.open.mu.Lock()
 		if db.open.gen.Load() == gen {
-			ot := &openTable{rec: rec, service: db.service.Table(serviceTableName(ns, rec.Name))}
+			ot := &openTable{rec: rec, service: db.service.AccountTable(ns, serviceTableName(ns, rec.Name))}
 			if _, loaded := db.open.m.LoadOrStore(key, ot); !loaded {
 				for _, p := range stored {
 					ot.service.RecordWrite(p.pk, p.entities, p.bytes)

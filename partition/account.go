@@ -10,33 +10,40 @@ import (
 	"time"
 )
 
-// Account is what the root package holds per DB: the limits, the fault
-// injection and one Table (range index, statistics, per-key buckets) per
-// table. All methods are safe for concurrent use.
+// Account is the simulated service the root package holds per DB: the limits,
+// the fault injection, one Table (range index, statistics, per-key buckets)
+// per table, and one account bucket per storage account that has tables.
+// Each account has its own target (Limits.AccountRate applies to each), as
+// on the service; Table's tables belong to the default account, "", and
+// AccountTable's to the account named. All methods are safe for concurrent
+// use.
 type Account struct {
 	now      func() time.Time
 	seed     uint64
 	hashSeed maphash.Seed
 
-	mode       atomic.Uint32 // LimitMode
-	limits     Limits
-	ratesMu    sync.Mutex // guards limits' rates and bursts (see SetRates)
-	keyLimit   atomic.Pointer[bucketParams]
-	acctLimit  atomic.Pointer[bucketParams]
-	shardCap   int   // per-key buckets per shard
-	idleAfter  int64 // ns a full bucket must be idle before it is dropped
-	acctBucket sharedBucket
+	mode      atomic.Uint32 // LimitMode
+	limits    Limits
+	ratesMu   sync.Mutex // guards limits' rates and bursts (see SetRates)
+	keyLimit  atomic.Pointer[bucketParams]
+	acctLimit atomic.Pointer[bucketParams]
+	shardCap  int   // per-key buckets per shard
+	idleAfter int64 // ns a full bucket must be idle before it is dropped
 
 	throttledPartition atomic.Int64 // entities refused by partition limits
-	throttledAccount   atomic.Int64 // entities refused by the account limit
+	throttledAccount   atomic.Int64 // entities refused by the account limits, every account's
 	history            accountHistory
 
 	bal    balanceParams
 	faults atomic.Pointer[faultState]
 
-	mu     sync.RWMutex
-	tables map[string]*Table
+	mu      sync.RWMutex
+	tables  map[tableKey]*Table
+	buckets map[string]*sharedBucket // per account, kept when its tables are dropped
 }
+
+// tableKey names a table: its account and its name in that account.
+type tableKey struct{ account, name string }
 
 // New returns an Account configured by opts (nil means all defaults).
 func New(opts *Options) *Account {
@@ -64,11 +71,11 @@ func New(opts *Options) *Account {
 		limits:   l,
 		shardCap: max(1, (l.MaxKeys+keyShards-1)/keyShards),
 		bal:      o.Balance.params(),
-		tables:   make(map[string]*Table),
+		tables:   make(map[tableKey]*Table),
+		buckets:  make(map[string]*sharedBucket),
 	}
 	kl, _ := a.storeRates(l)
 	a.idleAfter = max(kl.refill, int64(time.Second))
-	a.acctBucket.tat.Store(minTime)
 	a.mode.Store(uint32(l.Mode))
 	a.faults.Store(newFaultState(o.Faults))
 	return a
@@ -108,7 +115,11 @@ func (a *Account) SetRates(l Limits) {
 		l.AccountRate = DefaultAccountRate
 	}
 	a.storeRates(l)
-	a.acctBucket.tat.Store(minTime)
+	a.mu.RLock()
+	for _, b := range a.buckets {
+		b.tat.Store(minTime)
+	}
+	a.mu.RUnlock()
 	for _, t := range a.tableList() {
 		t.refillKeys()
 	}
@@ -140,32 +151,52 @@ func (a *Account) Faults() Faults {
 	return Faults{}
 }
 
-// Table returns the table's state, creating it (one range covering every
-// key) on first use. name is the table's identity as the root package
-// defines it; pass the same spelling every time (the service's table names
-// are case-insensitive, so the lower-case name is a good choice). Hold the
-// result: its methods are the per-operation calls.
-func (a *Account) Table(name string) *Table {
+// Table returns the state of a table of the default account, "": the same as
+// AccountTable("", name).
+func (a *Account) Table(name string) *Table { return a.AccountTable("", name) }
+
+// AccountTable returns the state of the table called name in the storage
+// account called account, creating it (one range covering every key) on
+// first use. Its entities count against that account's bucket, which the
+// account's first table creates and every table of the account shares;
+// tables of other accounts never draw on it. name is the table's identity
+// within its account as the caller defines it; pass the same spelling every
+// time (the service's table names are case-insensitive, so the lower-case
+// name is a good choice). Hold the result: its methods are the per-operation
+// calls, and it resolved its account's bucket once, here.
+func (a *Account) AccountTable(account, name string) *Table {
+	k := tableKey{account, name}
 	a.mu.RLock()
-	t := a.tables[name]
+	t := a.tables[k]
 	a.mu.RUnlock()
 	if t != nil {
 		return t
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if t = a.tables[name]; t == nil {
-		t = newTable(a, name)
-		a.tables[name] = t
+	if t = a.tables[k]; t == nil {
+		b := a.buckets[account]
+		if b == nil {
+			b = new(sharedBucket)
+			b.tat.Store(minTime)
+			a.buckets[account] = b
+		}
+		t = newTable(a, account, name, b)
+		a.tables[k] = t
 	}
 	return t
 }
 
-// DropTable forgets a table's ranges and statistics, as when it is deleted.
-// A *Table still held keeps working but no longer appears in reports.
-func (a *Account) DropTable(name string) {
+// DropTable forgets a table of the default account: DropAccountTable("", name).
+func (a *Account) DropTable(name string) { a.DropAccountTable("", name) }
+
+// DropAccountTable forgets a table's ranges and statistics, as when it is
+// deleted. A *Table still held keeps working but no longer appears in
+// reports. The account's bucket stays, with what it holds, so that deleting
+// and creating tables never refills it.
+func (a *Account) DropAccountTable(account, name string) {
 	a.mu.Lock()
-	delete(a.tables, name)
+	delete(a.tables, tableKey{account, name})
 	a.mu.Unlock()
 }
 
@@ -176,7 +207,12 @@ func (a *Account) tableList() []*Table {
 		ts = append(ts, t)
 	}
 	a.mu.RUnlock()
-	slices.SortFunc(ts, func(x, y *Table) int { return compareKeys(x.name, y.name) })
+	slices.SortFunc(ts, func(x, y *Table) int {
+		if c := compareKeys(x.name, y.name); c != 0 {
+			return c
+		}
+		return compareKeys(x.account, y.account)
+	})
 	return ts
 }
 

@@ -82,6 +82,17 @@ func BenchmarkAdmit(b *testing.B) {
 			i++
 		}
 	})
+	// The account bucket on every admission: PartitionKeys unlimited, the account's rate
+	// out of reach but finite, so each Admit takes the account's bucket too.
+	b.Run("enforce/account-bucket", func(b *testing.B) {
+		acct := New(&Options{Limits: Limits{Mode: LimitEnforce, PartitionRate: math.Inf(1), AccountRate: 1e15}})
+		tb := acct.Table("t")
+		i := 0
+		for b.Loop() {
+			tb.Admit(benchKeys[i&4095], KindInsert, 1)
+			i++
+		}
+	})
 	b.Run("faults", func(b *testing.B) {
 		acct := New(&Options{Limits: Limits{Mode: LimitOff}, Faults: Faults{ServerBusy: 0.01, Timeout: 0.01}})
 		tb := acct.Table("t")

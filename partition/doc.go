@@ -19,8 +19,11 @@
 //
 // Limits count entities as the service does: each entity inserted, updated,
 // deleted or scanned is one, per PartitionKey (2,000/s) and per account
-// (20,000/s). LimitObserve, the default, refuses nothing and counts what
-// LimitEnforce would refuse.
+// (20,000/s). An Account can serve several storage accounts, each with its
+// own account bucket: AccountTable(account, name) gives a table of the
+// account named, Table(name) one of the default account, "". One account's
+// load never throttles another's. LimitObserve, the default, refuses nothing
+// and counts what LimitEnforce would refuse.
 //
 // All time comes from Options.Now and all randomness from seeds, so a test
 // can run minutes of simulated load on a fake clock and get the same result
@@ -28,7 +31,7 @@
 //
 // # Per operation
 //
-// Hold t := acct.Table(name) per table, then:
+// Hold t := acct.Table(name) (or acct.AccountTable(account, name)) per table, then:
 //
 //	insert/update/merge/upsert/delete:  d := t.Admit(pk, KindInsert, 1)   // ... the matching Kind
 //	                                    if !d.OK() { return error for d.Fault, d.Message() }

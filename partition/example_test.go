@@ -63,3 +63,25 @@ func ExampleRetry() {
 	fmt.Println(err, calls, waited)
 	// Output: <nil> 4 [27s 1m15s 1m30s]
 }
+
+// Each storage account has its own account target: a burst that exhausts one account's
+// bucket, on any of its tables, leaves the other account's untouched.
+func ExampleAccount_AccountTable() {
+	now := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	svc := partition.New(&partition.Options{
+		Now:    func() time.Time { return now },
+		Limits: partition.Limits{Mode: partition.LimitEnforce, AccountRate: 100},
+	})
+	aliceOrders := svc.AccountTable("alice", "orders")
+	aliceUsers := svc.AccountTable("alice", "users")
+	bobOrders := svc.AccountTable("bob", "orders")
+
+	for i := range 100 { // alice's whole bucket, one second's worth
+		aliceOrders.Admit(fmt.Sprint("pk", i), partition.KindInsert, 1)
+	}
+	fmt.Println("alice/users:", aliceUsers.Admit("pk", partition.KindInsert, 1).Message())
+	fmt.Println("bob/orders admitted:", bobOrders.Admit("pk", partition.KindInsert, 1).OK())
+	// Output:
+	// alice/users: Operations per second is over the account limit.
+	// bob/orders admitted: true
+}

@@ -61,10 +61,13 @@ type Limits struct {
 	// PartitionBurst is the bucket size per PartitionKey, in entities.
 	// Default one second's worth of PartitionRate.
 	PartitionBurst float64
-	// AccountRate is the target for the whole account (DB), in entities/s.
-	// Default 20,000 ("Performance and scalability checklist for Table storage").
+	// AccountRate is the target of each account, in entities/s: every
+	// account (see Account.AccountTable) has a bucket of its own at this
+	// rate. Default 20,000 ("Performance and scalability checklist for Table
+	// storage").
 	AccountRate float64
-	// AccountBurst is the account bucket size. Default one second's worth.
+	// AccountBurst is the size of each account's bucket. Default one
+	// second's worth.
 	AccountBurst float64
 
 	// MaxKeys bounds the per-PartitionKey buckets tracked per table. Idle

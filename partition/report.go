@@ -44,7 +44,9 @@ type KeyInfo struct {
 
 // TableReport is one table's part of a Report.
 type TableReport struct {
-	Name            string
+	Name string
+	// Account is the account the table belongs to ("" for Account.Table's).
+	Account         string
 	Entities, Bytes int64
 	Rate            float64
 	Offered         int64
@@ -65,13 +67,14 @@ type Report struct {
 	At            time.Time
 	Mode          LimitMode
 	PartitionRate float64 // limit, entities/s per PartitionKey
-	AccountRate   float64 // limit, entities/s for the account
+	AccountRate   float64 // limit, entities/s for each account
 
 	Entities, Bytes int64
 	Rate            float64 // recent offered entities/s, all tables
 	Offered         int64
 	// ThrottledPartition and ThrottledAccount count entities refused (or,
-	// observing, that would have been) by each kind of limit.
+	// observing, that would have been) by each kind of limit; the account
+	// limits of every account add to ThrottledAccount.
 	ThrottledPartition int64
 	ThrottledAccount   int64
 	// ThrottledPartitionHistory and ThrottledAccountHistory spread the same counts over
@@ -103,7 +106,7 @@ func (a *Account) Report() Report {
 	}
 	for _, t := range a.tableList() {
 		t.mu.Lock()
-		tr := TableReport{Name: t.name, Ranges: t.rangeInfos(now), Splits: t.splits, Merges: t.merges}
+		tr := TableReport{Name: t.name, Account: t.account, Ranges: t.rangeInfos(now), Splits: t.splits, Merges: t.merges}
 		t.mu.Unlock()
 		for _, r := range tr.Ranges {
 			tr.Entities += r.Entities

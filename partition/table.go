@@ -8,11 +8,13 @@ import (
 )
 
 // Table is one table's range partitions, their statistics and its
-// per-PartitionKey buckets. Get it from Account.Table and keep it: its
-// methods are the per-operation calls.
+// per-PartitionKey buckets. Get it from Account.Table or Account.AccountTable
+// and keep it: its methods are the per-operation calls.
 type Table struct {
-	name string
-	acct *Account
+	name       string
+	account    string
+	acct       *Account
+	acctBucket *sharedBucket // the account's bucket, shared by its tables
 
 	mu       sync.Mutex // guards everything below
 	tree     *btree.BTreeG[*rangePart]
@@ -30,24 +32,30 @@ type Table struct {
 	keys keyTable
 }
 
-func newTable(a *Account, name string) *Table {
+func newTable(a *Account, account, name string, bucket *sharedBucket) *Table {
 	now := a.nowNanos()
 	t := &Table{
-		name:     name,
-		acct:     a,
-		tree:     btree.NewG(16, func(x, y *rangePart) bool { return lessKey(x.low, y.low) }),
-		first:    newRange("", now),
-		pivot:    &rangePart{},
-		rng:      newTableRand(a.seed, name),
-		nextPass: now + a.bal.interval,
+		name:       name,
+		account:    account,
+		acct:       a,
+		acctBucket: bucket,
+		tree:       btree.NewG(16, func(x, y *rangePart) bool { return lessKey(x.low, y.low) }),
+		first:      newRange("", now),
+		pivot:      &rangePart{},
+		rng:        newTableRand(a.seed, name),
+		nextPass:   now + a.bal.interval,
 	}
 	t.findFn = func(r *rangePart) bool { t.found = r; return false }
 	t.tree.ReplaceOrInsert(t.first)
 	return t
 }
 
-// Name returns the table's name as given to Account.Table.
+// Name returns the table's name as given to Account.Table or AccountTable.
 func (t *Table) Name() string { return t.name }
+
+// AccountName returns the account the table belongs to, as given to
+// Account.AccountTable ("" for Account.Table).
+func (t *Table) AccountName() string { return t.account }
 
 // lookup returns the range holding pk: the last range whose low <= pk.
 // O(log n); called with t.mu held.
@@ -112,7 +120,7 @@ func (t *Table) Admit(pk string, kind Kind, n int) Decision {
 	return d
 }
 
-// limit runs pk's bucket and then the account's for n entities. It returns
+// limit runs pk's bucket and then its account's for n entities. It returns
 // the limit that refused (or would refuse) the operation and whether both
 // buckets were charged.
 func (t *Table) limit(pk string, n, now int64) (Cause, bool) {
@@ -122,7 +130,7 @@ func (t *Table) limit(pk string, n, now int64) (Cause, bool) {
 		a.history.add(now, CausePartitionLimit, max(n, 1))
 		return CausePartitionLimit, false
 	}
-	if al := a.acctLimit.Load(); al.enabled && !a.acctBucket.take(al, now, n) {
+	if al := a.acctLimit.Load(); al.enabled && !t.acctBucket.take(al, now, n) {
 		t.refundKey(pk, n)
 		a.throttledAccount.Add(max(n, 1))
 		a.history.add(now, CauseAccountLimit, max(n, 1))
@@ -135,7 +143,7 @@ func (t *Table) refund(pk string, n int64) {
 	a := t.acct
 	t.refundKey(pk, n)
 	if al := a.acctLimit.Load(); al.enabled {
-		a.acctBucket.refund(al, n)
+		t.acctBucket.refund(al, n)
 	}
 }
 
@@ -155,7 +163,7 @@ func (t *Table) Charge(pk string, n int) {
 	if LimitMode(a.mode.Load()) != LimitOff {
 		t.chargeKey(pk, nn, now)
 		if al := a.acctLimit.Load(); al.enabled {
-			a.acctBucket.charge(al, now, nn)
+			t.acctBucket.charge(al, now, nn)
 		}
 	}
 	t.mu.Lock()

@@ -31,9 +31,9 @@
 // returns them in the order they were written, and no client relies on either.
 //
 // Each account is its own namespace of tables in the one DB (see Options.Accounts), with its
-// own service properties; "<account>-secondary" serves its reads and stats and refuses
-// writes, as the read-access geo-redundant secondary does. What it does not do: host-style
-// account URLs.
+// own service properties and its own account rate limit; "<account>-secondary" serves its
+// reads and stats and refuses writes, as the read-access geo-redundant secondary does. What
+// it does not do: host-style account URLs.
 //
 // To serve on a network, NewHTTPServer and LimitListener bound what a client can hold
 // (HTTPLimits): timeouts for headers, bodies that stall, responses and idle connections, and
@@ -59,7 +59,8 @@
 //
 // The limits (tabula.Options.Limits): mode is off, observe or enforce; rates are entities per
 // second (> 0), bursts are entities (>= 1), and a rate given without its burst gets one
-// second's worth. Changing a rate refills every bucket. The faults (tabula.Options.Faults):
+// second's worth; accountRate and accountBurst apply to each account, every account having a
+// bucket of its own. Changing a rate refills every bucket. The faults (tabula.Options.Faults):
 // serverBusy and timeout are probabilities per operation (together at most 1) of the kinds
 // listed (get, query, insert, replace, merge, insert-or-replace, insert-or-merge, delete,
 // batch, create-table, delete-table, query-tables; an empty list means all); continuationEvery

@@ -118,7 +118,7 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (*conf
 	group("Simulation of the service under load", func() {
 		fs.StringVar(&limits, "limits", "observe", "what the scalability targets do (`mode`): off, observe (count what would\nbe throttled; the default) or enforce (answer ServerBusy above them)")
 		fs.Float64Var(&partitionRate, "partition-rate", partition.DefaultPartitionRate, "target per PartitionKey, in `entities/s`")
-		fs.Float64Var(&accountRate, "account-rate", partition.DefaultAccountRate, "target for the whole account, in `entities/s`")
+		fs.Float64Var(&accountRate, "account-rate", partition.DefaultAccountRate, "target of each account served, in `entities/s`")
 		fs.StringVar(&faults, "faults", "", "inject faults, deterministically: \"`seed=N,busy=P,timeout=P,...`\" where busy and\n"+
 			"timeout are probabilities per operation of ServerBusy and OperationTimedOut;\n"+
 			"also kinds=insert+query (or reads, writes), continuation-every=N (end query\n"+
