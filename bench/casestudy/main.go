@@ -6,7 +6,7 @@
 //	             partition, on one core and on every core (the seed's small and XL VMs)
 //	Figure 7     batch size vs throughput, 30 goroutines on their own partitions
 //	Figures 8–9  single vs multi-partition inserts and gets as goroutines grow, with the
-//	             service's limits enforced (2,000 entities/s per partition, 20,000 per DB)
+//	             service's limits enforced (2,000 entities/s per partition, 20,000 per account)
 //	Figures 10–11 batch-of-100 inserts and gets vs goroutines, multiple partitions
 //	Figure 15    saturating one partition with batches of 100: successful entities/s and
 //	             the share of requests throttled
