@@ -356,6 +356,10 @@ class TestQueries(Case):
                                     parameters={"pk": "it's", "when": when, "guid": guid, "big": 2 ** 40, "blob": b"\x01\x02"}))
         self.assertEqual([e["RowKey"] for e in got], ["1"], "each parameter type matches its property")
         self.assertEqual(list(t.query_entities("PartitionKey eq @pk", parameters={"pk": "it"})), [])
+        # A selected property that an entity lacks comes back as null (REST docs: "Query
+        # Entities", $select).
+        got = list(t.query_entities("RowKey eq @rk", parameters={"rk": "2"}, select=["big", "PartitionKey"]))
+        self.assertEqual([dict(e) for e in got], [{"big": None, "PartitionKey": "its"}])
 
 
 class TestTransactions(Case):
@@ -416,6 +420,55 @@ class TestTransactions(Case):
         ]), TableTransactionError, 404, "ResourceNotFound")
         self.assertEqual(err.index, 1, f"the failing operation's index: {err.message}")
         self.assertEqual(self.keys(), before, "a failed transaction wrote nothing")
+
+    def test_failing_stale_etag(self):
+        t = self.t
+        first = t.create_entity({"PartitionKey": "stale", "RowKey": "r", "n": 0})
+        t.update_entity({"PartitionKey": "stale", "RowKey": "r", "n": 1})
+        before = self.keys()
+        err = self.assertFails(lambda: t.submit_transaction([
+            ("create", {"PartitionKey": "stale", "RowKey": "new"}),
+            ("update", {"PartitionKey": "stale", "RowKey": "r", "n": 2},
+             {"mode": UpdateMode.REPLACE, "etag": first["etag"], "match_condition": MatchConditions.IfNotModified}),
+        ]), TableTransactionError, 412, "UpdateConditionNotSatisfied")
+        self.assertEqual(err.index, 1, f"the failing operation's index: {err.message}")
+        self.assertEqual(self.keys(), before, "a failed transaction wrote nothing")
+        self.assertEqual(t.get_entity("stale", "r")["n"], 1)
+
+    def test_failing_over_100_operations(self):
+        before = self.keys()
+        err = self.assertFails(lambda: self.t.submit_transaction(
+            [("upsert", {"PartitionKey": "many", "RowKey": f"{i:03d}"}) for i in range(101)]),
+            TableTransactionError, 400, "InvalidInput")
+        # The service names index 99 for the 101st operation (its message: "99:The batch
+        # request operation exceeds the maximum 100 changes per change set.").
+        self.assertEqual(err.index, 99, err.message)
+        self.assertEqual(self.keys(), before, "a failed transaction wrote nothing")
+
+    def test_missing_table(self):
+        err = self.assertFails(lambda: table("PyNoSuchTable").submit_transaction(
+            [("create", {"PartitionKey": "p", "RowKey": "r"})]), TableTransactionError, 404, "TableNotFound")
+        self.assertEqual(err.index, 0, err.message)
+
+    def test_keys_and_values_that_need_escaping(self):
+        # Keys travel in each part's request line (quoted, doubled quotes, percent-encoded),
+        # values in each part's body; neither may confuse the multipart reader.
+        t = self.t
+        keys = ["it's 100% \u00e9", "a b+c&d=e", "quote''two", "\u6f22\u5b57", "semi;colon,comma", "paren(1)", "star*$@~!"]
+        tricky = "line1\r\n--batch_x\r\n--changeset_y--\r\n\r\nContent-Length: 0\r\nline2"
+        for k in keys:
+            t.create_entity({"PartitionKey": k, "RowKey": k, "n": 0})
+            t.create_entity({"PartitionKey": k, "RowKey": k + "-gone"})
+            t.submit_transaction([
+                ("upsert", {"PartitionKey": k, "RowKey": k + "-new", "s": tricky}),
+                ("update", {"PartitionKey": k, "RowKey": k, "n": 1}, {"mode": UpdateMode.MERGE}),
+                ("delete", {"PartitionKey": k, "RowKey": k + "-gone"}),
+            ])
+            got = {e["RowKey"]: e for e in t.query_entities("PartitionKey eq @k", parameters={"k": k})}
+            self.assertEqual(sorted(got), sorted([k, k + "-new"]), f"rows of partition {k!r}")
+            self.assertEqual(got[k]["n"], 1, f"merge of {k!r}")
+            self.assertEqual(got[k + "-new"]["s"], tricky, f"value written in the batch for {k!r}")
+            self.assertEqual(t.get_entity(k, k)["n"], 1)
 
     def test_two_partitions(self):
         ops = [("create", {"PartitionKey": "one", "RowKey": "a"}), ("create", {"PartitionKey": "two", "RowKey": "b"})]
@@ -500,6 +553,28 @@ class TestService(Case):
         self.assertFails(lambda: geo.create_entity({"PartitionKey": "p", "RowKey": "s"}),
                          HttpResponseError, 403, "AuthorizationFailure")
 
+    # Server bug: Get Table ACL writes an empty <AccessPolicy></AccessPolicy> for an identifier
+    # set without a policy (server/acl.go getTableACL); the service omits the element (live
+    # recording Azure/azure-sdk-for-js sdk/tables/data-tables/recordings/node/
+    # access_policy_operations/recording_should_send_a_null_ap.js answers
+    # <SignedIdentifier><Id>null</Id></SignedIdentifier>), so this SDK reads a policy of
+    # Nones where it should read None.
+    @unittest.expectedFailure
+    def test_identifier_without_policy(self):
+        t = table("PyNullPolicy")
+        t.create_table()
+        t.set_table_access_policy({
+            "null": None,
+            "empty": TableAccessPolicy(),
+            "partial": TableAccessPolicy(permission="r"),
+        })
+        acl = t.get_table_access_policy()
+        self.assertEqual(sorted(acl), ["empty", "null", "partial"])
+        self.assertEqual(acl["partial"].permission, "r")
+        self.assertIsNone(acl["partial"].start)
+        self.assertIsNone(acl["null"], "an identifier set without a policy reads back without one")
+        self.assertIsNone(acl["empty"], "an identifier set with an empty policy reads back without one")
+
     def test_access_policies_and_sas(self):
         t = table("PyShared")
         t.create_table()
@@ -532,10 +607,17 @@ class TestService(Case):
         writer = sas_table("PyShared", generate_table_sas(dev_cred(), "PyShared", policy_id="writers"))
         writer.create_entity({"PartitionKey": "p", "RowKey": "w"})
         self.assertEqual(t.get_entity("p", "w")["RowKey"], "w")
+        writer.submit_transaction([("upsert", {"PartitionKey": "p", "RowKey": "b1"}), ("create", {"PartitionKey": "p", "RowKey": "b2"})])
+        # A signature that may not write cannot write through a transaction either.
+        self.assertFails(lambda: reader.submit_transaction([("upsert", {"PartitionKey": "p", "RowKey": "b3"})]),
+                         HttpResponseError, 403, "AuthorizationPermissionMismatch")
+        self.assertEqual([e["RowKey"] for e in t.list_entities()], ["b1", "b2", "r", "w"])
 
         # Removing the policy ends its signatures.
         t.set_table_access_policy({"writers": acl["writers"]})
-        self.assertEqual(sorted(t.get_table_access_policy()), ["writers"])
+        acl = t.get_table_access_policy()
+        self.assertEqual(sorted(acl), ["writers"])
+        self.assertIsNone(acl["writers"].start, "a policy set without a start has none")
         self.assertFails(lambda: reader.get_entity("p", "r"), HttpResponseError, 403, "AuthenticationFailed")
 
         # Ad hoc table and account signatures.
