@@ -257,6 +257,22 @@ class TestEntities(Case):
         self.assertLess(abs(e.metadata["timestamp"] - datetime.now(timezone.utc)), timedelta(minutes=5))
         self.assertEqual(set(e.keys()), set(entity.keys()), "no property lost or added")
 
+    def test_datetime_keeps_its_ticks_through_read_modify_write(self):
+        # The service keeps 7 fractional digits; the SDK reads 6 into the datetime and keeps
+        # the service's text, which it writes back unchanged.
+        t = self.t
+        t.create_entity({"PartitionKey": "ticks", "RowKey": "r", "n": 1,
+                         "d": EntityProperty("2021-07-13T01:02:03.4501234Z", EdmType.DATETIME)})
+        e = t.get_entity("ticks", "r")
+        self.assertEqual(e["d"].tables_service_value, "2021-07-13T01:02:03.4501234Z")
+        e["n"] = 2
+        t.update_entity(e, mode=UpdateMode.REPLACE)
+        e = t.get_entity("ticks", "r")
+        self.assertEqual((e["n"], e["d"].tables_service_value), (2, "2021-07-13T01:02:03.4501234Z"))
+        got = list(t.query_entities("d eq datetime'2021-07-13T01:02:03.4501234Z'"))
+        self.assertEqual([x["RowKey"] for x in got], ["r"], "a filter matches to the tick")
+        self.assertEqual(list(t.query_entities("d eq datetime'2021-07-13T01:02:03.4501235Z'")), [])
+
     def test_crud_upserts_and_etags(self):
         t = self.t
         created = t.create_entity({"PartitionKey": "p", "RowKey": "r", "name": "Ann", "age": 42})
@@ -330,6 +346,8 @@ class TestQueries(Case):
 
         paged = [(e["PartitionKey"], e["RowKey"]) for e in self.t.list_entities(results_per_page=1000)]
         self.assertEqual(paged, self.expected, "pages of 1,000 cross the partition boundary")
+        # A page is at most 1,000 entities ($top; REST docs: "Query Entities").
+        self.assertFails(lambda: list(self.t.list_entities(results_per_page=1001)), HttpResponseError, 400, "InvalidInput")
 
     def test_parameterised_filter_and_select(self):
         got = list(self.t.query_entities("pk eq @pk and n ge @lo and even eq @even",
@@ -515,6 +533,22 @@ class TestService(Case):
         self.assertEqual((hour.enabled, hour.include_apis, hour.retention_policy.days), (True, True, 7))
         self.assertFalse(props["minute_metrics"].enabled)
 
+        # The rules set through the SDK govern preflights.
+        url = f"{endpoint()}/{DEV_NAME}/PyCors()"
+        ok = _server["session"].options(url, headers={
+            "Origin": "https://other.example", "Access-Control-Request-Method": "PUT",
+            "Access-Control-Request-Headers": "x-ms-version,content-type"})
+        self.assertEqual(ok.status_code, 200, ok.text)
+        self.assertEqual(ok.headers.get("Access-Control-Allow-Origin"), "https://other.example")
+        self.assertEqual(ok.headers.get("Access-Control-Max-Age"), "600")
+        refused = _server["session"].options(url, headers={"Origin": "https://evil.example", "Access-Control-Request-Method": "PUT"})
+        self.assertEqual(refused.status_code, 403)
+        self.assertEqual(refused.headers.get("x-ms-error-code"), "CorsPreflightFailure")
+
+        # Retention is at most 365 days.
+        self.assertFails(lambda: svc.set_service_properties(analytics_logging=TableAnalyticsLogging(
+            read=True, retention_policy=TableRetentionPolicy(enabled=True, days=366))),
+            HttpResponseError, 400, "InvalidXmlNodeValue")
         # The service allows five CORS rules at most.
         six = [TableCorsRule(["*"], ["GET"]) for _ in range(6)]
         self.assertFails(lambda: svc.set_service_properties(cors=six), HttpResponseError, 400, "InvalidXmlDocument")
