@@ -6,7 +6,8 @@ entities of every EDM type the SDK writes, ETags, parameterised queries and pagi
 stats on the secondary, stored access policies and SAS, and account isolation.
 
 Run with Debian's interpreter, which sees the package: `/usr/bin/python3 sdktests/python/suite.py`
-(see .ci/run). Standard library and the Debian package only.
+(see .ci/run). Standard library and the Debian package (with requests, azure-core's
+transport, which it brings) only.
 """
 
 import base64
@@ -15,9 +16,9 @@ import queue
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import threading
+import time
 import unittest
 import uuid
 from datetime import datetime, timedelta, timezone
@@ -60,8 +61,10 @@ _server = {}
 
 
 def setUpModule():
+    # Cleanups rather than tearDownModule, so that a server that fails to start (or to
+    # print its banner) is stopped too.
     workdir = tempfile.mkdtemp(prefix="tabula-py-")
-    _server["workdir"] = workdir
+    unittest.addModuleCleanup(shutil.rmtree, workdir, ignore_errors=True)
     binary = os.path.join(workdir, "tabula")
     subprocess.run(["go", "build", "-o", binary, "./cmd/tabula"], cwd=REPO, check=True)
     proc = subprocess.Popen(
@@ -69,10 +72,11 @@ def setUpModule():
          "--accounts", f"{DEV_NAME}:{DEV_KEY};{OTHER_NAME}:{OTHER_KEY}"],
         stdout=subprocess.PIPE, stderr=None, text=True,
     )
-    _server["proc"] = proc
+    unittest.addModuleCleanup(stop, proc)
     # Every client shares one requests session (azure-core's transport), closed at the end,
     # so that no client leaves its connections open.
     _server["session"] = requests.Session()
+    unittest.addModuleCleanup(_server["session"].close)
     # The endpoint is the development account's TableEndpoint in the banner's connection
     # string, less the account. A reader thread feeds the lines to a queue so that the wait
     # has a deadline even when the server prints nothing.
@@ -86,11 +90,10 @@ def setUpModule():
     threading.Thread(target=pump, daemon=True).start()
     pattern = re.compile(r"TableEndpoint=(http://[^;\s]+)/" + DEV_NAME)
     seen = ""
-    deadline = datetime.now() + timedelta(seconds=BANNER_TIMEOUT)
+    deadline = time.monotonic() + BANNER_TIMEOUT
     while True:
-        left = (deadline - datetime.now()).total_seconds()
         try:
-            line = lines.get(timeout=max(left, 0.01))
+            line = lines.get(timeout=max(deadline - time.monotonic(), 0.01))
         except queue.Empty:
             raise RuntimeError(f"no connection string in tabula's banner within {BANNER_TIMEOUT}s: {seen!r}")
         if line is None:
@@ -102,20 +105,14 @@ def setUpModule():
             return
 
 
-def tearDownModule():
-    proc = _server.get("proc")
-    if proc is not None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        proc.stdout.close()
-    if "session" in _server:
-        _server["session"].close()
-    if "workdir" in _server:
-        shutil.rmtree(_server["workdir"], ignore_errors=True)
+def stop(proc):
+    proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    proc.stdout.close()
 
 
 def endpoint():
