@@ -181,7 +181,7 @@ class TestTables(Case):
         params = {"lo": "Pt", "hi": "Pu"}
         names = [t.name for t in svc.query_tables("TableName ge @lo and TableName lt @hi", parameters=params)]
         self.assertEqual(names, ["PtAlpha", "PtBeta", "PtDelta", "PtGamma"], "tables in name order")
-        # Past a filter, page by page: two tables a page, so the pager follows NextTableName.
+        # Past a filter, page by page: three tables a page, so the pager follows NextTableName.
         pages = [[t.name for t in page] for page in
                  svc.query_tables("TableName ge @lo and TableName lt @hi", parameters=params, results_per_page=3).by_page()]
         self.assertEqual(pages, [["PtAlpha", "PtBeta", "PtDelta"], ["PtGamma"]], "pages of tables")
