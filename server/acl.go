@@ -20,8 +20,10 @@ type signedIdentifiers struct {
 }
 
 type signedIdentifier struct {
-	ID           string       `xml:"Id"`
-	AccessPolicy accessPolicy `xml:"AccessPolicy"`
+	ID string `xml:"Id"`
+	// AccessPolicy is nil for an identifier with no start, expiry or permission, which
+	// the service lists with no AccessPolicy element at all (the SDKs read it as none).
+	AccessPolicy *accessPolicy `xml:"AccessPolicy,omitempty"`
 }
 
 type accessPolicy struct {
@@ -59,18 +61,22 @@ func parseSignedIdentifiers(body []byte) ([]tabula.AccessPolicy, *tabula.Error) 
 		}
 		seen[si.ID] = true
 		p := tabula.AccessPolicy{ID: si.ID}
+		var ap accessPolicy
+		if si.AccessPolicy != nil {
+			ap = *si.AccessPolicy
+		}
 		var err error
-		if s := si.AccessPolicy.Start; s != "" {
+		if s := ap.Start; s != "" {
 			if p.Start, err = parseSASTime(s); err != nil {
 				return bad(i, "Start "+s+" is not an ISO 8601 time")
 			}
 		}
-		if s := si.AccessPolicy.Expiry; s != "" {
+		if s := ap.Expiry; s != "" {
 			if p.Expiry, err = parseSASTime(s); err != nil {
 				return bad(i, "Expiry "+s+" is not an ISO 8601 time")
 			}
 		}
-		if p.Permission, err = canonicalPermissions(si.AccessPolicy.Permission); err != nil {
+		if p.Permission, err = canonicalPermissions(ap.Permission); err != nil {
 			return bad(i, err.Error())
 		}
 		out = append(out, p)
@@ -133,8 +139,11 @@ func (c *call) getTableACL(table string) {
 	}
 	doc := signedIdentifiers{Identifiers: []signedIdentifier{}}
 	for _, p := range policies {
-		doc.Identifiers = append(doc.Identifiers, signedIdentifier{ID: p.ID, AccessPolicy: accessPolicy{
-			Start: formatPolicyTime(p.Start), Expiry: formatPolicyTime(p.Expiry), Permission: p.Permission}})
+		si := signedIdentifier{ID: p.ID}
+		if ap := (accessPolicy{Start: formatPolicyTime(p.Start), Expiry: formatPolicyTime(p.Expiry), Permission: p.Permission}); ap != (accessPolicy{}) {
+			si.AccessPolicy = &ap
+		}
+		doc.Identifiers = append(doc.Identifiers, si)
 	}
 	c.sendXML(http.StatusOK, doc)
 }

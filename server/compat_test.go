@@ -478,3 +478,14 @@ func TestLongChangeSet(t *testing.T) {
 		t.Fatalf("a refused change set wrote entities")
 	}
 }
+
+// An identifier with no start, expiry or permission is listed with no AccessPolicy element
+// at all, whether it was set with an empty one or none, as the service lists it.
+func TestGoldenTableACLWithoutPolicy(t *testing.T) {
+	h := newHarness(t, nil)
+	h.createTable("Acl")
+	mustStatus(t, h.do(request{method: "PUT", target: "/devstoreaccount1/Acl?comp=acl", header: map[string]string{"Content-Type": "application/xml"},
+		body: `<SignedIdentifiers><SignedIdentifier><Id>none</Id></SignedIdentifier>` +
+			`<SignedIdentifier><Id>empty</Id><AccessPolicy></AccessPolicy></SignedIdentifier></SignedIdentifiers>`}), 204)
+	golden(t, "acl_get_without_policy", dump(t, h.do(request{method: "GET", target: "/devstoreaccount1/Acl?comp=acl"})))
+}

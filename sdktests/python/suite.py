@@ -584,13 +584,11 @@ class TestService(Case):
         self.assertFails(lambda: geo.create_entity({"PartitionKey": "p", "RowKey": "s"}),
                          HttpResponseError, 403, "AuthorizationFailure")
 
-    # Server bug: Get Table ACL writes an empty <AccessPolicy></AccessPolicy> for an identifier
-    # set without a policy (server/acl.go getTableACL); the service omits the element (live
-    # recording Azure/azure-sdk-for-js sdk/tables/data-tables/recordings/node/
-    # access_policy_operations/recording_should_send_a_null_ap.js answers
-    # <SignedIdentifier><Id>null</Id></SignedIdentifier>), so this SDK reads a policy of
-    # Nones where it should read None.
-    @unittest.expectedFailure
+    # Get Table ACL lists an identifier stored without start, expiry or permission with no
+    # AccessPolicy element, as the service does (the live recording in Azure/azure-sdk-for-js,
+    # sdk/tables/data-tables/recordings/node/access_policy_operations/
+    # recording_should_send_a_null_ap.js, answers <SignedIdentifier><Id>null</Id></SignedIdentifier>),
+    # so this SDK reads None for it rather than a policy of Nones.
     def test_identifier_without_policy(self):
         t = table("PyNullPolicy")
         t.create_table()
