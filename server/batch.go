@@ -262,7 +262,12 @@ func (c *call) parseSubRequest(data []byte) (*subRequest, *tabula.Error) {
 		}
 		scheme, host, path, rawQuery = u.Scheme, u.Host, u.EscapedPath(), u.RawQuery
 	}
-	account, rest, perr := splitAccount(path)
+	// A URL without a host is read as if it had the batch request's.
+	onHost := host
+	if onHost == "" {
+		onHost = c.r.Host
+	}
+	account, rest, inHost, perr := c.s.accountOf(onHost, path)
 	if perr != nil {
 		return nil, perr
 	}
@@ -281,10 +286,16 @@ func (c *call) parseSubRequest(data []byte) (*subRequest, *tabula.Error) {
 		c.subQuery.raw, c.subQuery.values = rawQuery, query
 	}
 	req := &subRequest{method: fields[0], res: res, header: header, query: c.subQuery.values, body: body, base: c.base}
+	pathAccount := account // the account segment of the base URL, none when the host names it
+	if inHost {
+		pathAccount = ""
+	}
 	switch {
 	case host == "":
 	case scheme == "http" || scheme == "https":
-		req.base = baseFor(scheme == "https", host, account)
+		req.base = baseFor(scheme == "https", host, pathAccount)
+	case inHost:
+		req.base = scheme + "://" + host
 	default:
 		req.base = scheme + "://" + host + "/" + url.PathEscape(account)
 	}

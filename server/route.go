@@ -1,6 +1,7 @@
 package server
 
 import (
+	"net"
 	"net/url"
 	"strings"
 
@@ -39,6 +40,46 @@ func splitAccount(escapedPath string) (account, rest string, err *tabula.Error) 
 		return "", "", withDetail(errInvalidURI, "the path does not start with an account name")
 	}
 	return account, rest, nil
+}
+
+// accountOf finds the account a request addresses and the escaped rest of its path. The
+// account is named in the host, as on the service (account.table.core.windows.net) and in
+// Azurite's production-style URLs (account.table.localhost), when the host name's first
+// label is an account this server serves, or that account's -secondary; otherwise it is the
+// path's first segment, as the emulators address accounts (127.0.0.1:10002/account/…).
+func (s *Server) accountOf(host, escapedPath string) (account, rest string, inHost bool, err *tabula.Error) {
+	if account, ok := s.hostAccount(host); ok {
+		rest, ok := strings.CutPrefix(escapedPath, "/")
+		if !ok {
+			return "", "", false, withDetail(errInvalidURI, "the path does not start with '/'")
+		}
+		return account, rest, true, nil
+	}
+	account, rest, err = splitAccount(escapedPath)
+	return account, rest, false, err
+}
+
+// hostAccount returns the account a host name (with or without a port) names in its first
+// label, if this server serves it. An IP address, or a name of one label such as
+// localhost, names none.
+func (s *Server) hostAccount(host string) (string, bool) {
+	name := host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		name = h
+	}
+	label, _, dotted := strings.Cut(name, ".")
+	if !dotted || label == "" || net.ParseIP(name) != nil {
+		return "", false
+	}
+	for _, candidate := range [2]string{label, strings.ToLower(label)} { // host names ignore case
+		if s.keys[candidate] != nil {
+			return candidate, true
+		}
+		if primary, ok := strings.CutSuffix(candidate, secondarySuffix); ok && s.keys[primary] != nil {
+			return candidate, true
+		}
+	}
+	return "", false
 }
 
 // parseResource parses the escaped path after the account segment. The segment is unescaped as a

@@ -204,7 +204,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 
 	rawPath, rawQuery := requestTarget(r)
-	account, rest, perr := splitAccount(rawPath)
+	account, rest, inHost, perr := s.accountOf(r.Host, rawPath)
 	if perr != nil {
 		c.fail(perr)
 		return
@@ -214,7 +214,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.account, c.secondary = primary, true
 	}
 	c.ns = s.namespaces[c.account]
-	c.base = baseURL(r, account)
+	if inHost {
+		c.base = baseFor(r.TLS != nil, r.Host, "")
+	} else {
+		c.base = baseURL(r, account)
+	}
 	query, qerr := parseQuery(rawQuery)
 	if qerr != nil {
 		c.fail(invalidInput("", "the query string is malformed: "+qerr.Error()))
@@ -362,7 +366,8 @@ func requestTarget(r *http.Request) (path, query string) {
 
 func baseURL(r *http.Request, account string) string { return baseFor(r.TLS != nil, r.Host, account) }
 
-// baseFor is the base URL scheme://host/account of a request, or of a $batch sub-request.
+// baseFor is the base URL scheme://host/account of a request, or of a $batch sub-request;
+// scheme://host when account is "", for an account named in the host.
 func baseFor(tls bool, host, account string) string {
 	if b := lastBase.Load(); b != nil && b.tls == tls && b.host == host && b.account == account {
 		return b.text
@@ -371,7 +376,10 @@ func baseFor(tls bool, host, account string) string {
 	if tls {
 		scheme = "https"
 	}
-	text := scheme + "://" + host + "/" + url.PathEscape(account)
+	text := scheme + "://" + host
+	if account != "" {
+		text += "/" + url.PathEscape(account)
+	}
 	lastBase.Store(&baseStamp{tls: tls, host: host, account: account, text: text})
 	return text
 }
