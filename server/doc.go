@@ -14,6 +14,12 @@
 //	/devstoreaccount1/?restype=service&comp=properties           service properties (logging, metrics, CORS)
 //	/devstoreaccount1-secondary/?restype=service&comp=stats      service stats, on the read-only secondary
 //
+// The account may instead be named in the host, as on the service and in Azurite's
+// production-style URLs: on devstoreaccount1.table.localhost the paths above lose their
+// first segment (/Tables, /Movies(), /$batch). Only a host name whose first label is an
+// account the Server serves (or its -secondary) is read so; any other host, and every IP
+// address, is read path-style.
+//
 // What it reproduces, from recordings of the real service where they exist:
 // the status codes, headers and odata.error bodies of every operation, the three metadata
 // levels with $format overriding Accept, the JSON form of each EDM type, continuation
