@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 )
 
@@ -13,9 +14,9 @@ import (
 // map per part. mime/multipart, which reads a stream, copied every part twice and built a
 // header map for each; for a 100-operation batch that was most of the server's work. The
 // reader below accepts what mime/multipart's NextRawPart accepts and reads it into the same
-// parts (FuzzMultipartMatchesStdlib checks this), with two differences that only widen what
-// is accepted: it has no 4 KiB limit on the length of a line outside the parts, and its
-// limit on header fields is per block rather than mime/multipart's 10,000.
+// parts (FuzzMultipartMatchesStdlib checks this), with two differences: it has no 4 KiB
+// limit on the length of a line outside the parts, and it takes at most maxHeaderFields
+// fields in a header block where mime/multipart takes 10,000 (SDKs send fewer than ten).
 
 // mimeField is one header field; mimeHeader is a header block's fields in their order.
 type mimeField struct{ name, value string }
@@ -43,9 +44,9 @@ func (h mimeHeader) Values(name string) []string {
 	return vs
 }
 
-// maxHeaderFields bounds the fields of one header block, so that the fields a request can
-// make are proportional to its size and small: 8 MiB of 4 MiB of one-byte fields would
-// otherwise be allowed.
+// maxHeaderFields bounds the fields of one header block, so that what a request's fields
+// cost stays small: without it, 4 MiB of three-byte lines ("a:\n") would be over a million
+// fields of 32 bytes each.
 const maxHeaderFields = 1000
 
 var errTooManyFields = fmt.Errorf("more than %d header fields", maxHeaderFields)
@@ -62,7 +63,7 @@ func readHeader(dst mimeHeader, data []byte) (mimeHeader, int, error) {
 	text := string(data[:end])
 	if text != "" && (text[0] == ' ' || text[0] == '\t') {
 		line, _, _ := nextLine(text, 0)
-		return dst, 0, fmt.Errorf("malformed MIME header initial line: %q", line[:min(len(line), 80)])
+		return dst, 0, fmt.Errorf("malformed MIME header initial line: %s", quoteStart(line))
 	}
 	first := len(dst)
 	pos := 0
@@ -76,7 +77,7 @@ func readHeader(dst mimeHeader, data []byte) (mimeHeader, int, error) {
 			return dst, pos, nil
 		}
 		if strings.IndexByte(line, ':') < 0 {
-			return dst, pos, fmt.Errorf("malformed MIME header: missing colon: %q", line)
+			return dst, pos, fmt.Errorf("malformed MIME header: missing colon: %s", quoteStart(line))
 		}
 		kv := trimBlanks(line)
 		if pos < len(text) && (text[pos] == ' ' || text[pos] == '\t') {
@@ -97,7 +98,7 @@ func readHeader(dst mimeHeader, data []byte) (mimeHeader, int, error) {
 		}
 		name, value, _ := strings.Cut(kv, ":")
 		if !validFieldName(name) || !validFieldValue(value) {
-			return dst, pos, fmt.Errorf("malformed MIME header line: %q", kv)
+			return dst, pos, fmt.Errorf("malformed MIME header line: %s", quoteStart(kv))
 		}
 		if len(dst)-first == maxHeaderFields {
 			return dst, pos, errTooManyFields
@@ -141,6 +142,15 @@ func nextLine(text string, pos int) (line string, next int, ok bool) {
 		return text[pos:], len(text), true
 	}
 	return strings.TrimSuffix(text[pos:pos+i], "\r"), pos + i + 1, true
+}
+
+// quoteStart quotes the start of a line for an error message, whose cost then does not grow
+// with the line.
+func quoteStart[T ~string | ~[]byte](line T) string {
+	if len(line) > 80 {
+		return strconv.Quote(string(line[:80])) + "…"
+	}
+	return strconv.Quote(string(line))
 }
 
 func trimBlanks(s string) string { return strings.Trim(s, " \t") }
@@ -229,7 +239,7 @@ func (r *multipartReader) next() (rawPart, error) {
 			return rawPart{}, io.EOF
 		}
 		if expectNewPart {
-			return rawPart{}, fmt.Errorf("multipart: expecting a new Part; got line %q", line)
+			return rawPart{}, fmt.Errorf("multipart: expecting a new Part; got line %s", quoteStart(line))
 		}
 		if r.partsRead == 0 {
 			continue // the preamble
@@ -238,7 +248,7 @@ func (r *multipartReader) next() (rawPart, error) {
 			expectNewPart = true
 			continue
 		}
-		return rawPart{}, fmt.Errorf("multipart: unexpected line in Next(): %q", line)
+		return rawPart{}, fmt.Errorf("multipart: unexpected line in Next(): %s", quoteStart(line))
 	}
 }
 
