@@ -68,14 +68,12 @@ func (s *Server) hostAccount(host string) (string, bool) {
 		name = h
 	}
 	label, _, dotted := strings.Cut(name, ".")
-	if !dotted || label == "" || net.ParseIP(name) != nil {
+	if !dotted || label == "" {
 		return "", false
 	}
 	for _, candidate := range [2]string{label, strings.ToLower(label)} { // host names ignore case
-		if s.keys[candidate] != nil {
-			return candidate, true
-		}
-		if primary, ok := strings.CutSuffix(candidate, secondarySuffix); ok && s.keys[primary] != nil {
+		primary, _ := strings.CutSuffix(candidate, secondarySuffix)
+		if (s.keys[candidate] != nil || s.keys[primary] != nil) && net.ParseIP(name) == nil {
 			return candidate, true
 		}
 	}
