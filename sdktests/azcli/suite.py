@@ -17,6 +17,7 @@ many and how long they took.
 
 import base64
 import json
+import math
 import os
 import re
 import shutil
@@ -203,6 +204,11 @@ TYPED = {
     "Small": ("12", "Edm.Int32"),
     "Plain": "7",  # az casts an untyped number to an int: an Int32
     "Ratio": "2.5",  # ... or a float: a Double
+    "Thousand": "1e3",  # ... any float Python reads
+    "NotANumber": "NaN",  # ... NaN and the infinities too
+    "Infinite": "Infinity",
+    "NegInfinite": "-Infinity",
+    "Max": ("9223372036854775807", "Edm.Int64"),
     "Whole": ("3", "Edm.Double"),
     "Flag": ("true", "Edm.Boolean"),
     "When": ("2021-07-13T01:02:03.4501234Z", "Edm.DateTime"),
@@ -238,9 +244,12 @@ class TestEntities(Case):
         for name, want in [("Small", 12), ("Plain", 7)]:
             self.assertEqual(e[name], want)
             self.assertIs(type(e[name]), int, f"{name} is an Int32")
-        for name, want in [("Ratio", 2.5), ("Whole", 3.0)]:
+        self.assertEqual(e["Max"], {"edm_type": "Edm.Int64", "value": 2 ** 63 - 1})
+        for name, want in [("Ratio", 2.5), ("Whole", 3.0), ("Thousand", 1000.0),
+                           ("Infinite", math.inf), ("NegInfinite", -math.inf)]:
             self.assertEqual(e[name], want)
             self.assertIs(type(e[name]), float, f"{name} is a Double, printed with its point")
+        self.assertTrue(math.isnan(e["NotANumber"]), f"NaN reads back as {e['NotANumber']!r}")
         self.assertIs(e["Flag"], True)
         # az prints a DateTime to the microsecond (Python's datetime); the tick is checked by
         # the filter below.
@@ -254,22 +263,31 @@ class TestEntities(Case):
         # What az prints cannot tell a Guid from a string, nor shows the seventh digit of a
         # DateTime: a filter that compares each property with a literal of its type (and
         # only of its type) matches only if the server stored every type and value exactly.
-        typed = ("Count eq 5L and Big eq 9007199254740993L and Small eq 12 and Plain eq 7 and Ratio eq 2.5"
-                 " and Whole eq 3.0 and Flag eq true and When eq datetime'2021-07-13T01:02:03.4501234Z'"
+        typed = ("Count eq 5L and Big eq 9007199254740993L and Max eq 9223372036854775807L and Small eq 12"
+                 " and Plain eq 7 and Ratio eq 2.5 and Whole eq 3.0 and Thousand eq 1000.0 and Flag eq true and When eq datetime'2021-07-13T01:02:03.4501234Z'"
                  " and Id eq guid'c9da6455-213d-42c9-9a79-3e9149a57833' and Digits eq '42'"
                  f" and Bin eq X'{b'AAH+/w=='.hex()}'")
-        got = self.ok(self.entity("query", "--filter", typed, "--select", "Count", "Name"), "GET", 200)
+        got = self.ok(self.entity("query", "--filter", typed, "--select", "Count", "Name", "Missing"), "GET", 200)
         self.assertEqual(len(got["items"]), 1, f"the typed filter matched {got}")
         item = got["items"][0]
         self.assertEqual(item["Count"], {"edm_type": "Edm.Int64", "value": 5})
         self.assertEqual(item["Name"], "Ann")
         self.assertNotIn("RowKey", item, "--select returns only the properties it names")
         self.assertNotIn("Digits", item)
+        # A selected property the entity lacks comes back as null, as the service answers it.
+        self.assertIn("Missing", item)
+        self.assertIsNone(item["Missing"])
         self.assertEqual(got["nextMarker"], {}, "one page, no marker")
 
-        # A literal of another type matches nothing: the types are the stored ones.
+        # A DateTime before 1601 is out of the service's range: the write is refused.
+        self.refused(self.entity("insert", *entity_args(PartitionKey="types", RowKey="old",
+                                                        When=("1600-12-31T00:00:00Z", "Edm.DateTime"))),
+                     "PATCH", 400, "OutOfRangeInput")
+
+        # A literal of another type matches nothing (the types are the stored ones), and the
+        # refused entity is not there.
         other = ("Digits eq 42 or Id eq 'c9da6455-213d-42c9-9a79-3e9149a57833'"
-                 " or When eq '2021-07-13T01:02:03.4501234Z' or Flag eq 'true'")
+                 " or When eq '2021-07-13T01:02:03.4501234Z' or Flag eq 'true' or RowKey eq 'old'")
         self.assertEqual(self.ok(self.entity("query", "--filter", other))["items"], [])
 
     def test_paging_with_a_marker(self):
@@ -355,10 +373,23 @@ class TestPoliciesAndSas(Case):
         self.assertEqual([(x["PartitionKey"], x["RowKey"]) for x in got["items"]], [("p", "r")],
                          "the refused insert wrote")
 
+        # The stored policy governs the signature at each request. az's insert is an upsert
+        # (Insert Or Merge), which needs both add and update permission ("Add and Update
+        # permissions are required for upsert operations", TableSasPermissions in the
+        # azure-data-tables reference): with "ra" it is still refused, with "rau" it writes.
+        self.ok(az(*policy, "update", *on, "--name", "readers", "--permissions", "ra"), "PUT", 204)
+        self.refused(az(*entity, "insert", *on, *entity_args(PartitionKey="p", RowKey="x"), sas=sas),
+                     "PATCH", 403, "AuthorizationPermissionMismatch")
+        self.ok(az(*policy, "update", *on, "--name", "readers", "--permissions", "rau"), "PUT", 204)
+        self.ok(az(*entity, "insert", *on, *entity_args(PartitionKey="p", RowKey="y"), sas=sas), "PATCH", 204)
+
         # Deleting the policy ends its signatures.
         self.ok(az(*policy, "delete", *on, "--name", "readers"), "PUT", 204)
         self.assertEqual(sorted(self.ok(az(*policy, "list", *on))), ["writers"])
         self.refused(az(*entity, "query", *on, sas=sas), "GET", 403, "AuthenticationFailed")
+        got = self.ok(az(*entity, "query", *on))
+        self.assertEqual([(x["PartitionKey"], x["RowKey"]) for x in got["items"]], [("p", "r"), ("p", "y")],
+                         "what the signatures wrote")
 
 
 class TestServiceProperties(Case):
