@@ -170,8 +170,9 @@ class TestTables(Case):
         # create_table_if_not_exists) swallowed without logging the body.
         again = az("storage", "table", "create", "--name", "AzAlpha", account=LIST_NAME)
         self.assertEqual(self.ok(again, "POST", 409), {"created": True})
-        # With --fail-on-exist, az reports the server's refusal and its code.
-        refused = az("storage", "table", "create", "--name", "AzAlpha", "--fail-on-exist", account=LIST_NAME)
+        # With --fail-on-exist, az reports the server's refusal and its code. Table names are
+        # case-insensitive ("Understanding the Table service data model"): AZALPHA is AzAlpha.
+        refused = az("storage", "table", "create", "--name", "AZALPHA", "--fail-on-exist", account=LIST_NAME)
         self.refused(refused, "POST", 409, "TableAlreadyExists")
         self.says(refused, "The table specified already exists.", "ErrorCode:TableAlreadyExists")
 
@@ -191,7 +192,7 @@ class TestTables(Case):
         deleted = az("storage", "table", "delete", "--name", "AzBeta", account=LIST_NAME)
         self.assertEqual(self.ok(deleted, "DELETE", 204), {"deleted": True})
         self.assertEqual(self.ok(az("storage", "table", "list", account=LIST_NAME)),
-                         [{"name": "AzAlpha"}, {"name": "AzGamma"}], "the deleted table is still listed")
+                         [{"name": "AzAlpha"}, {"name": "AzGamma"}], "the deleted table is still listed, or AZALPHA made")
 
 
 # The entity every type test writes: az's --entity words (values az would otherwise cast to
@@ -390,6 +391,17 @@ class TestPoliciesAndSas(Case):
         got = self.ok(az(*entity, "query", *on))
         self.assertEqual([(x["PartitionKey"], x["RowKey"]) for x in got["items"]], [("p", "r"), ("p", "y")],
                          "what the signatures wrote")
+
+        # An ad hoc signature limited to a key range (spk/srk/epk/erk) reads inside it only:
+        # a point read outside is refused, a query returns only what lies within.
+        ranged = self.ok(az("storage", "table", "generate-sas", "--name", self.TABLE, "--permissions", "r",
+                            "--expiry", "2099-01-01T00:00Z", "--start-pk", "p", "--start-rk", "a",
+                            "--end-pk", "p", "--end-rk", "s"))
+        self.assertIn("spk=p", ranged)
+        self.refused(az(*entity, "show", *on, "--partition-key", "p", "--row-key", "y", sas=ranged),
+                     "GET", 403, "AuthorizationFailure")
+        got = self.ok(az(*entity, "query", *on, sas=ranged), "GET", 200)
+        self.assertEqual([x["RowKey"] for x in got["items"]], ["r"], "a query through a key-range SAS")
 
 
 class TestServiceProperties(Case):
