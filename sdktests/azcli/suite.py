@@ -27,6 +27,7 @@ import tempfile
 import time
 import unittest
 
+sys.dont_write_bytecode = True  # no __pycache__ left in the repository
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 import tabulaserve  # noqa: E402  (sdktests/python: builds and starts `tabula serve`)
 

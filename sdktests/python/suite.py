@@ -11,6 +11,7 @@ transport, which it brings) only.
 """
 
 import base64
+import sys
 import unittest
 import uuid
 from datetime import datetime, timedelta, timezone
@@ -42,7 +43,8 @@ from azure.data.tables import (
 )
 from azure.data.tables._table_batch import TableBatchOperations
 
-import tabulaserve  # next to this file: builds and starts `tabula serve`
+sys.dont_write_bytecode = True  # no __pycache__ left in the repository
+import tabulaserve  # noqa: E402  (next to this file: builds and starts `tabula serve`)
 
 DEV_NAME = "devstoreaccount1"
 DEV_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
