@@ -11,14 +11,7 @@ transport, which it brings) only.
 """
 
 import base64
-import os
-import queue
-import re
-import shutil
-import subprocess
-import tempfile
-import threading
-import time
+import sys
 import unittest
 import uuid
 from datetime import datetime, timedelta, timezone
@@ -50,69 +43,23 @@ from azure.data.tables import (
 )
 from azure.data.tables._table_batch import TableBatchOperations
 
+sys.dont_write_bytecode = True  # no __pycache__ left in the repository
+import tabulaserve  # noqa: E402  (next to this file: builds and starts `tabula serve`)
+
 DEV_NAME = "devstoreaccount1"
 DEV_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 OTHER_NAME = "pyother"
 OTHER_KEY = base64.b64encode(b"the other account's key, 32 byte").decode()
-BANNER_TIMEOUT = 60  # seconds; a server that prints no endpoint by then fails the suite
-
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 _server = {}
 
 
 def setUpModule():
-    # Cleanups rather than tearDownModule, so that a server that fails to start (or to
-    # print its banner) is stopped too.
-    workdir = tempfile.mkdtemp(prefix="tabula-py-")
-    unittest.addModuleCleanup(shutil.rmtree, workdir, ignore_errors=True)
-    binary = os.path.join(workdir, "tabula")
-    subprocess.run(["go", "build", "-o", binary, "./cmd/tabula"], cwd=REPO, check=True)
-    proc = subprocess.Popen(
-        [binary, "serve", "--addr", "127.0.0.1:0", "--in-memory",
-         "--accounts", f"{DEV_NAME}:{DEV_KEY};{OTHER_NAME}:{OTHER_KEY}"],
-        stdout=subprocess.PIPE, stderr=None, text=True,
-    )
-    unittest.addModuleCleanup(stop, proc)
+    server = tabulaserve.start([(DEV_NAME, DEV_KEY), (OTHER_NAME, OTHER_KEY)], prefix="tabula-py-")
+    _server["endpoint"] = server.endpoint
     # Every client shares one requests session (azure-core's transport), closed at the end,
     # so that no client leaves its connections open.
     _server["session"] = requests.Session()
     unittest.addModuleCleanup(_server["session"].close)
-    # The endpoint is the development account's TableEndpoint in the banner's connection
-    # string, less the account. A reader thread feeds the lines to a queue so that the wait
-    # has a deadline even when the server prints nothing.
-    lines = queue.Queue()
-
-    def pump():
-        for line in proc.stdout:
-            lines.put(line)
-        lines.put(None)
-
-    threading.Thread(target=pump, daemon=True).start()
-    pattern = re.compile(r"TableEndpoint=(http://[^;\s]+)/" + DEV_NAME)
-    seen = ""
-    deadline = time.monotonic() + BANNER_TIMEOUT
-    while True:
-        try:
-            line = lines.get(timeout=max(deadline - time.monotonic(), 0.01))
-        except queue.Empty:
-            raise RuntimeError(f"no connection string in tabula's banner within {BANNER_TIMEOUT}s: {seen!r}")
-        if line is None:
-            raise RuntimeError(f"tabula exited with {proc.wait()}: {seen!r}")
-        seen += line
-        m = pattern.search(seen)
-        if m:
-            _server["endpoint"] = m.group(1)
-            return
-
-
-def stop(proc):
-    proc.terminate()
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-    proc.stdout.close()
 
 
 def endpoint():
