@@ -428,7 +428,7 @@ func (c *call) readBodyInto(buf []byte) ([]byte, *tabula.Error) {
 		if size := int(min(n+1, presizedBody)); cap(buf) < size {
 			buf = make([]byte, 0, size)
 		}
-		data, err = readPart(io.LimitReader(c.r.Body, MaxRequestBody+1), buf)
+		data, err = appendFrom(io.LimitReader(c.r.Body, MaxRequestBody+1), buf)
 	} else {
 		data, err = io.ReadAll(io.LimitReader(c.r.Body, MaxRequestBody+1))
 	}
@@ -441,8 +441,8 @@ func (c *call) readBodyInto(buf []byte) ([]byte, *tabula.Error) {
 	return data, nil
 }
 
-// readPart appends a part's bytes to buf, whose capacity is expected to hold them all.
-func readPart(r io.Reader, buf []byte) ([]byte, error) {
+// appendFrom appends everything r holds to buf, whose capacity is expected to hold it all.
+func appendFrom(r io.Reader, buf []byte) ([]byte, error) {
 	for {
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]
