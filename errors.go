@@ -1,8 +1,13 @@
 package tabula
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/http"
+
+	"github.com/tabuladb/tabula/partition"
+	"github.com/tabuladb/tabula/storage"
 )
 
 // Error is every error Tabula returns for a request the service would refuse. It carries the
@@ -115,3 +120,50 @@ var (
 // InternalError would claim a fault in the server, and a 4xx would blame the request.
 // Reads go on meanwhile, and nothing is written in part.
 var ErrDiskFull = &Error{Code: ErrServerBusy.Code, StatusCode: ErrServerBusy.StatusCode, Message: ErrServerBusy.Message, busy: busyDisk}
+
+// storageError passes Tabula's own errors and context errors through and turns anything else
+// from the storage layer into the service's errors, so Badger's never leak.
+func storageError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var te *Error
+	switch {
+	case errors.As(err, &te) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		return err
+	case errors.Is(err, storage.ErrDiskFull):
+		return ErrDiskFull.with("%v", err)
+	case errors.Is(err, storage.ErrContention):
+		return ErrServerBusy.with("too many concurrent writers on the same entities; retry")
+	case errors.Is(err, storage.ErrTooLarge):
+		// The service would accept this; the store cannot commit it at once.
+		return ErrInternal.with("the write is too large for the store to commit at once")
+	default:
+		return ErrInternal.with("%v", err)
+	}
+}
+
+// admit asks the simulated service whether an operation may run and turns a refusal into the
+// service's error: 503 ServerBusy for a throttle or an offline partition, 500
+// OperationTimedOut for an injected timeout.
+func admit(d partition.Decision, what string) error {
+	switch d.Fault {
+	case partition.FaultNone:
+		return nil
+	case partition.FaultOperationTimedOut:
+		return ErrOperationTimedOut.with("%s: injected timeout (Options.Faults)", what)
+	}
+	var why string
+	sentinel := ErrServerBusy
+	switch d.Cause {
+	case partition.CausePartitionLimit:
+		why, sentinel = "the PartitionKey is over its rate limit (Options.Limits)", ErrPartitionBusy
+	case partition.CauseAccountLimit:
+		why, sentinel = "the database is over its rate limit (Options.Limits)", ErrAccountBusy
+	case partition.CauseOffline:
+		why, sentinel = "its range partition is offline while it splits (Options.Faults)", ErrPartitionBusy
+	default:
+		why = "injected fault (Options.Faults)"
+	}
+	return sentinel.withMessage(d.Message(), "%s: %s", what, why)
+}

@@ -7,20 +7,30 @@ import (
 	"github.com/tabuladb/tabula/storage"
 )
 
-// The store's key space (see ARCHITECTURE.md):
+// The store's whole key space. Every key starts with one of these bytes; esc is storage's
+// order-preserving part encoding (AppendPart), sep its separator (AppendSeparator), and
+// tableID eight bytes, big-endian.
 //
-//	'e' | tableID | PartitionKey | 0x00 0x01 | RowKey   entity record
-//	't' | lower(table name)                             table record
-//	'd' | tableID                                       data of a deleted table, still to drop
-//	'm' | name                                          DB metadata (table ID counter, clock)
+//	'e' | tableID | esc(PartitionKey) | sep | esc(RowKey)   an entity's record (record.go)
+//	't' | lower(table name)                               a root-namespace table (catalog.go)
+//	'n' | esc(namespace) | sep | lower(table name)        a table of another namespace
+//	'a' | tableID                                         a table's stored access policies (acl.go)
+//	'p' | esc(namespace)                                  a namespace's service properties
+//	'd' | tableID                                         a deleted table's data, still to drop
+//	'm' | name                                            DB metadata: the table-ID counter, the clock
 //
 // Table IDs are never reused, so deleting a table is one catalog write; its entities become
-// unreachable at once and are dropped in the background.
+// unreachable at once and are dropped in the background. The root namespace keeps its
+// catalog under 't', as before namespaces existed, and no namespace's range contains
+// another's.
 const (
-	prefixEntity = 'e'
-	prefixTable  = 't'
-	prefixDrop   = 'd'
-	prefixMeta   = 'm'
+	prefixEntity         = 'e'
+	prefixTable          = 't'
+	prefixNamespaceTable = 'n'
+	prefixACL            = 'a'
+	prefixProperties     = 'p'
+	prefixDrop           = 'd'
+	prefixMeta           = 'm'
 )
 
 var (
@@ -78,3 +88,38 @@ func tableKey(name string) []byte {
 func dropKey(id uint64) []byte {
 	return binary.BigEndian.AppendUint64([]byte{prefixDrop}, id)
 }
+
+func namespacePrefix(ns string) []byte {
+	return storage.AppendSeparator(storage.AppendPart([]byte{prefixNamespaceTable}, ns))
+}
+
+// catalogKey is a table's catalog key in namespace ns.
+func catalogKey(ns, name string) []byte {
+	if ns == "" {
+		return tableKey(name)
+	}
+	return append(namespacePrefix(ns), lowerASCII(name)...)
+}
+
+// catalogBounds are the lower (inclusive) and upper (exclusive) keys of namespace ns's
+// catalog.
+func catalogBounds(ns string) (lower, upper []byte) {
+	if ns == "" {
+		return []byte{prefixTable}, []byte{prefixTable + 1}
+	}
+	return namespacePrefix(ns), storage.AppendPartEnd(storage.AppendPart([]byte{prefixNamespaceTable}, ns))
+}
+
+func lowerASCII(s string) []byte {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return b
+}
+
+func aclKey(id uint64) []byte { return binary.BigEndian.AppendUint64([]byte{prefixACL}, id) }
+
+func propertiesKey(ns string) []byte { return storage.AppendPart([]byte{prefixProperties}, ns) }

@@ -5,8 +5,24 @@ import (
 	"context"
 	"errors"
 
+	"github.com/tabuladb/tabula/partition"
 	"github.com/tabuladb/tabula/storage"
 )
+
+// HeatReport reports what the simulated service saw: per table, its range partitions with
+// their entities, bytes, recent entities/s, throttled counts and splits, and the hottest
+// PartitionKeys; the figures a partition stress test examines. Stored entities and bytes
+// describe the data on disk, also right after a reopen: a table's are counted from disk when
+// it is first used after Open (a report uses them all), and kept up by every write since.
+func (db *DB) HeatReport() partition.Report {
+	// A table that cannot be counted now (a storage error) is left out of this report.
+	_ = db.resolveAll(context.Background())
+	return db.service.Report()
+}
+
+// ResetStats zeroes the traffic counters of the heat report, so one phase of a stress test
+// can be read apart from the one before. It changes no behaviour.
+func (db *DB) ResetStats() { db.service.ResetStats() }
 
 // storedPartition is what one PartitionKey of a table holds on disk.
 type storedPartition struct {

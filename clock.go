@@ -1,0 +1,119 @@
+package tabula
+
+import (
+	"encoding/binary"
+
+	"github.com/tabuladb/tabula/storage"
+)
+
+// The Timestamp clock: max(now, last + 1 tick), so no two writes in a DB share a Timestamp
+// (and therefore an ETag) even within one 100 ns tick or when the clock steps back. To keep
+// that true across restarts, a bound a little ahead of the Timestamps handed out is persisted
+// before they are used (with a real clock, one tiny write every reserveAhead), and Close
+// replaces it with the last Timestamp really handed out, marked clean. A database closed
+// cleanly therefore resumes at max(now, last + 1 tick), exactly. One that was not (a crash,
+// a kill) finds only the reservation; if its clock has passed it, now is right, and if not
+// (a restart within reserveAhead of the crash, or a clock stepped back) it reads the newest
+// Timestamp stored, a scan of every record that only such a restart pays. Resuming every
+// restart from the reservation pushed Timestamps up to reserveAhead further into the
+// future each time.
+const reserveAhead = 10 * ticksPerSecond
+
+// clockClean ends the clock record that Close writes: the bound before it is the last
+// Timestamp handed out, not a reservation.
+const clockClean = 'c'
+
+// stamp returns the next Timestamp, in ticks.
+func (db *DB) stamp() (int64, error) {
+	db.stampMu.Lock()
+	defer db.stampMu.Unlock()
+	t := max(ticksOf(db.clock()), db.lastTicks+1)
+	if t > db.reservedTicks {
+		reserve := t + reserveAhead
+		err := db.store.Update(func(tx *storage.Txn) error {
+			return tx.Set(clockKey, binary.BigEndian.AppendUint64(nil, uint64(reserve)))
+		})
+		if err != nil {
+			return 0, storageError(err)
+		}
+		db.reservedTicks, db.clockSaved = reserve, false
+	}
+	db.lastTicks = t
+	return t, nil
+}
+
+func (db *DB) loadClock() error {
+	found := false
+	err := db.store.View(func(tx *storage.Txn) (err error) {
+		found, err = tx.Get(clockKey, func(v []byte) error {
+			switch {
+			case len(v) == 9 && v[8] == clockClean:
+				db.clockSaved = true
+			case len(v) != 8:
+				return errCorrupt("clock record is neither 8 nor 9 bytes")
+			}
+			db.reservedTicks = int64(binary.BigEndian.Uint64(v[:8]))
+			return nil
+		})
+		if err != nil || !found || db.clockSaved || ticksOf(db.clock()) > db.reservedTicks {
+			// Every Timestamp handed out so far is at most the stored bound (the last one
+			// exactly after a clean Close), and now is past it if it was a reservation.
+			db.lastTicks = db.reservedTicks
+			return err
+		}
+		db.lastTicks, err = newestStoredTicks(tx)
+		return err
+	})
+	return storageError(err)
+}
+
+// newestStoredTicks returns the newest Timestamp of any entity or table on disk.
+func newestStoredTicks(tx *storage.Txn) (int64, error) {
+	var newest int64
+	for _, prefix := range []byte{prefixEntity, prefixTable} {
+		it := tx.Scan([]byte{prefix}, []byte{prefix + 1})
+		err := func() error {
+			defer it.Close()
+			for it.Next() {
+				err := it.Value(func(v []byte) error {
+					var ticks int64
+					var err error
+					if prefix == prefixEntity {
+						ticks, err = recordTicks(v)
+					} else {
+						var rec tableRecord
+						rec, err = decodeTableRecord(v)
+						ticks = rec.Created
+					}
+					newest = max(newest, ticks)
+					return err
+				})
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		}()
+		if err != nil {
+			return 0, err
+		}
+	}
+	return newest, nil
+}
+
+// saveClock replaces the persisted reservation with the last Timestamp handed out, so that
+// the next Open resumes from it rather than from the reservation. Close calls it; a failure
+// (a full disk, say) leaves the reservation, which is safe.
+func (db *DB) saveClock() {
+	db.stampMu.Lock()
+	defer db.stampMu.Unlock()
+	if db.clockSaved {
+		return
+	}
+	err := db.store.Update(func(tx *storage.Txn) error {
+		return tx.Set(clockKey, append(binary.BigEndian.AppendUint64(nil, uint64(db.lastTicks)), clockClean))
+	})
+	if err == nil {
+		db.reservedTicks, db.clockSaved = db.lastTicks, true
+	}
+}

@@ -1,0 +1,67 @@
+package tabula
+
+import (
+	"time"
+
+	"github.com/tabuladb/tabula/partition"
+)
+
+// Options tune a DB. The zero value (or a nil *Options) is the default.
+type Options struct {
+	// SyncWrites makes every write wait until the operating system has flushed it to disk.
+	//
+	// Off (the default), a write is acknowledged once it is in the operating system's file
+	// cache: a process crash loses nothing acknowledged, but a power loss or kernel crash can
+	// lose the last writes acknowledged before it (typically the last few seconds). What
+	// survives is always whole transactions, never part of one. On, nothing acknowledged is
+	// lost even on power loss, at the price of an fsync per write (milliseconds on most
+	// disks). The choice does not matter for OpenInMemory.
+	SyncWrites bool
+
+	// Clock returns the current time; it stamps every write's Timestamp and measures query
+	// budgets. Tests inject a fake clock to make Timestamps, ETags and budgets exact.
+	// Default: time.Now.
+	Clock func() time.Time
+
+	// QueryBudget is how long one query page may run before it ends early with a
+	// continuation token, measured on Clock. Default: DefaultQueryBudget (5 s, the
+	// service's limit); negative means no budget.
+	QueryBudget time.Duration
+
+	// ForbidFullScans makes a query that the service would run as a full table scan fail
+	// with ErrFullScanForbidden (Tabula's own error), so tests catch filters that would be
+	// slow on the service even when Tabula runs them cheaply.
+	ForbidFullScans bool
+
+	// DiskReserve is the free space, in bytes, that a database on disk keeps on its disk:
+	// with less, writes fail with ErrDiskFull (reads go on), and Open opens the database
+	// read-only. The store writes through memory-mapped files, and running out of space
+	// there would kill the process rather than fail a write, so the reserve leaves room for
+	// its flushes and compactions. 0 means 512 MiB; lower it only on a disk too small for
+	// that, and only as far as the data written between two compactions needs.
+	DiskReserve uint64
+
+	// freeSpace replaces the file system's free-space figure, for tests.
+	freeSpace func() (uint64, error)
+
+	// The remaining options simulate how the service behaves under load (package partition).
+
+	// Limits are the service's scalability targets, 2,000 entities/s per PartitionKey and
+	// 20,000 per account, each namespace (DB.Namespace) being an account with a limit of its
+	// own, counted as the service counts: every entity written, and every entity a query
+	// scans. The default mode, LimitObserve, refuses nothing and counts what would have
+	// been throttled (see HeatReport); LimitEnforce answers ServerBusy above the targets;
+	// LimitOff skips the accounting.
+	Limits partition.Limits
+	// Balance tunes the simulated load balancer, which splits range partitions that stay
+	// hot and merges neighbours that stay cold, on Clock.
+	Balance partition.Balance
+	// Faults injects ServerBusy and OperationTimedOut, forced continuations and partitions
+	// offline while they split, deterministically from a seed, so that a client's retry
+	// and continuation paths get exercised. Off by default.
+	Faults partition.Faults
+	// BoundaryContinuations ends a query page where its scan crosses into another range
+	// partition, as the service may: a page can then be short, or empty, and still carry a
+	// continuation token.
+	BoundaryContinuations bool
+}

@@ -1,0 +1,358 @@
+package tabula
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tabuladb/tabula/odata"
+	"github.com/tabuladb/tabula/partition"
+	"github.com/tabuladb/tabula/storage"
+)
+
+// page runs one page of a prepared query from a continuation.
+func (t *Table) page(ctx context.Context, p *preparedQuery, from Continuation) (Page, error) {
+	var (
+		start   []byte // encoded position to resume at, without the table prefix
+		startPK string // the PartitionKey the page starts in, as the service sees it
+	)
+	if !from.IsZero() {
+		pk, rk, err := decodeContinuation(from)
+		if err != nil {
+			return Page{}, err
+		}
+		start = storage.AppendPart(storage.AppendSeparator(storage.AppendPart(nil, pk)), rk)
+		startPK = pk
+	} else if len(p.plan.Ranges) > 0 {
+		startPK = p.plan.Ranges[0].PartitionKeyLow.Value
+	}
+	var page Page
+	err := t.read(ctx, func(ot *openTable) (err error) {
+		page, err = t.db.runPage(ctx, ot, p, start, startPK)
+		return err
+	})
+	if err != nil {
+		return Page{}, err
+	}
+	return page, nil
+}
+
+// runPage runs one page of a prepared query on a resolved table, from start (nil for the
+// beginning) in the partition startPK.
+func (db *DB) runPage(ctx context.Context, ot *openTable, p *preparedQuery, start []byte, startPK string) (Page, error) {
+	pt, rec := ot.service, ot.rec
+	// A page is admitted before it runs and charged, after, for what it scanned.
+	if err := admit(pt.Admit(startPK, partition.KindQuery, 0), "query"); err != nil {
+		return Page{}, err
+	}
+	page := Page{Plan: p.plan}
+	defer func() { pt.Charge(startPK, page.Plan.Scanned) }()
+	err := db.view(ctx, func(tx *storage.Txn) error {
+		s := scanner{p: p, tx: tx, page: &page, clock: db.clock, began: db.clock(), service: db.service}
+		if db.boundaries.Load() {
+			if b, ok := pt.NextBoundary(startPK); ok {
+				s.boundary, s.boundaryPK = storage.AppendPart(tablePrefix(rec.ID), b), b
+			}
+		}
+		s.dec = decoderPool.Get().(*recordDecoder)
+		defer decoderPool.Put(s.dec)
+		s.rec.init()
+		s.decode = s.decodeRecord
+		if p.plan.Kind == PlanPoint && start == nil {
+			// One key: a lookup, not an iterator (whose Seek costs more than the read).
+			r := p.plan.Ranges[0]
+			key := entityKey(rec.ID, r.PartitionKeyLow.Value, r.RowKeyLow.Value)
+			s.rec.reset(key)
+			found, err := tx.Get(key, s.decode)
+			if err != nil || !found {
+				return err
+			}
+			return s.examined()
+		}
+		for _, r := range p.plan.Ranges {
+			lower, upper := rangeBounds(rec.ID, r)
+			if start != nil {
+				resume := append(tablePrefix(rec.ID), start...)
+				if upper != nil && bytes.Compare(resume, upper) >= 0 {
+					continue
+				}
+				if bytes.Compare(resume, lower) > 0 {
+					lower = resume
+				}
+			}
+			if done, err := s.scan(ctx, lower, upper); done || err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return Page{}, err
+	}
+	return page, nil
+}
+
+// scanner fills one page.
+type scanner struct {
+	p       *preparedQuery
+	tx      *storage.Txn
+	page    *Page
+	clock   func() time.Time
+	began   time.Time
+	service *partition.Account
+	// boundary is the first key of the next range partition, whose low PartitionKey is
+	// boundaryPK, when pages end at range boundaries (Options.BoundaryContinuations); nil
+	// otherwise. A page that ends there may be empty: it still moves forward, because the
+	// boundary lies beyond where the page started.
+	boundary   []byte
+	boundaryPK string
+	dec        *recordDecoder
+	rec        scanRecord
+	decode     func(value []byte) error // decodeRecord, bound once rather than per entity
+	full       bool                     // the page holds Top entities; the next key seen becomes the token
+	matched    bool                     // the filter accepts the record decoded last
+}
+
+// decodeRecord decodes a value into the record under examination and decides the filter.
+// A residual filter is evaluated on views of the stored bytes, valid only during this call;
+// only a record it accepts has its strings copied, so a scan that rejects most records does
+// not copy their strings.
+func (s *scanner) decodeRecord(value []byte) (err error) {
+	if s.p.filter.exact {
+		s.rec.ticks, err = s.dec.each(value, nil, s.rec.add)
+		s.matched = err == nil
+		return err
+	}
+	s.dec.views = true
+	s.rec.ticks, err = s.dec.each(value, nil, s.rec.add)
+	s.dec.views = false
+	if err != nil {
+		s.matched = false
+		return err
+	}
+	s.matched = s.p.filter.pred.Match(&s.rec)
+	if s.matched {
+		for i, v := range s.rec.values {
+			if v.Type == odata.String {
+				s.rec.values[i].Str = strings.Clone(v.Str)
+			}
+		}
+	} else {
+		clear(s.rec.values) // drop the views before the bytes go back to the store
+	}
+	return nil
+}
+
+// examined counts the entity just decoded into s.rec and keeps it if the filter matches.
+func (s *scanner) examined() error {
+	s.page.Plan.Scanned++
+	if !s.matched {
+		return nil
+	}
+	e, err := s.rec.entity(s.p.keep)
+	if err != nil {
+		return err
+	}
+	if s.page.Entities == nil {
+		n := min(s.p.top, 64) // pages grow from here; most are short
+		if s.p.plan.Kind == PlanPoint {
+			n = 1
+		}
+		s.page.Entities = make([]Entity, 0, n)
+	}
+	s.page.Entities = append(s.page.Entities, e)
+	s.page.Plan.Returned++
+	s.full = len(s.page.Entities) == s.p.top
+	return nil
+}
+
+// scan examines [lower, upper) and reports whether the page is done.
+func (s *scanner) scan(ctx context.Context, lower, upper []byte) (bool, error) {
+	it := s.tx.Scan(lower, upper)
+	defer it.Close()
+	for it.Next() {
+		key := it.Key()
+		if s.boundary != nil && bytes.Compare(key, s.boundary) >= 0 {
+			// The range partition ends here. Like the service, name the next range's
+			// start rather than the next entity: if that range is empty, the next page is
+			// an empty page with a token.
+			s.page.Continuation = Continuation{NextPartitionKey: encodeToken(s.boundaryPK), NextRowKey: encodeToken("")}
+			s.page.End = PageEndRangeBoundary
+			return true, nil
+		}
+		if end := s.mustStop(); end != PageEndResults {
+			s.page.End = end
+			return true, s.stopAt(key)
+		}
+		if err := ctx.Err(); err != nil {
+			return true, err
+		}
+		s.rec.reset(key)
+		if err := it.Value(s.decode); err != nil {
+			return true, err
+		}
+		if err := s.examined(); err != nil {
+			return true, err
+		}
+	}
+	return false, nil
+}
+
+// mustStop says why the page ends before examining the next key, PageEndResults if it goes
+// on: it is full, or (once the page has made progress) fault injection forces a continuation
+// or the budget is spent.
+func (s *scanner) mustStop() PageEnd {
+	if s.full {
+		return s.p.full
+	}
+	n := s.page.Plan.Scanned
+	switch {
+	case n == 0:
+		return PageEndResults
+	case s.service.MustEndPage(n):
+		return PageEndForced
+	case s.expired():
+		return PageEndBudget
+	}
+	return PageEndResults
+}
+
+// expired reports whether the page has used up its execution budget.
+func (s *scanner) expired() bool {
+	return s.p.budget > 0 && s.clock().Sub(s.began) >= s.p.budget
+}
+
+// stopAt ends the page with a token naming key, the next entity to examine.
+func (s *scanner) stopAt(key []byte) error {
+	pk, rk, err := decodeEntityKey(key)
+	if err != nil {
+		return err
+	}
+	s.page.Continuation = Continuation{NextPartitionKey: encodeToken(pk), NextRowKey: encodeToken(rk)}
+	return nil
+}
+
+// rangeBounds turns a key range into the encoded [lower, upper) of a table's keys.
+func rangeBounds(id uint64, r odata.KeyRange) (lower, upper []byte) {
+	part := func(s string) []byte { return storage.AppendPart(tablePrefix(id), s) }
+	if isPoint(r.PartitionKeyLow, r.PartitionKeyHigh) {
+		pk := part(r.PartitionKeyLow.Value)
+		rows := storage.AppendSeparator(slices.Clip(pk))
+		row := func(s string) []byte { return storage.AppendPart(slices.Clip(rows), s) }
+		switch lo := r.RowKeyLow; {
+		case !lo.Bounded:
+			lower = rows
+		case lo.Inclusive:
+			lower = row(lo.Value)
+		default:
+			lower = storage.SuccessorOf(row(lo.Value))
+		}
+		switch hi := r.RowKeyHigh; {
+		case !hi.Bounded:
+			upper = storage.AppendPartEnd(pk)
+		case hi.Inclusive:
+			upper = storage.SuccessorOf(row(hi.Value))
+		default:
+			upper = row(hi.Value)
+		}
+		return lower, upper
+	}
+	switch lo := r.PartitionKeyLow; {
+	case !lo.Bounded:
+		lower = tablePrefix(id)
+	case lo.Inclusive:
+		lower = part(lo.Value)
+	default:
+		lower = storage.AppendPartEnd(part(lo.Value))
+	}
+	switch hi := r.PartitionKeyHigh; {
+	case !hi.Bounded:
+		_, upper = tableBounds(id)
+	case hi.Inclusive:
+		upper = storage.AppendPartEnd(part(hi.Value))
+	default:
+		upper = part(hi.Value)
+	}
+	return lower, upper
+}
+
+// scanRecord is the entity under the scanner, as the filter sees it. It is reused from
+// entity to entity so that evaluating a filter allocates nothing beyond decoding.
+type scanRecord struct {
+	key    []byte
+	pk, rk string
+	keys   bool   // pk and rk are decoded from key
+	pkEnc  []byte // the encoded form of pk, to reuse pk while a scan stays in one partition
+	ticks  int64
+	names  []string
+	values []odata.Value
+	add    func(name string, v odata.Value)
+}
+
+func (r *scanRecord) init() {
+	r.add = func(name string, v odata.Value) {
+		r.names = append(r.names, name)
+		r.values = append(r.values, v)
+	}
+}
+
+func (r *scanRecord) reset(key []byte) {
+	r.key, r.keys = key, false
+	r.names, r.values = r.names[:0], r.values[:0]
+}
+
+func (r *scanRecord) decodeKeys() error {
+	if r.keys {
+		return nil
+	}
+	pkEnc, rkEnc, err := cutEntityKey(r.key)
+	if err != nil {
+		return err
+	}
+	if r.pkEnc == nil || !bytes.Equal(pkEnc, r.pkEnc) {
+		r.pk = storage.DecodePart(pkEnc)
+		r.pkEnc = append(r.pkEnc[:0], pkEnc...)
+	}
+	r.rk, r.keys = storage.DecodePart(rkEnc), true
+	return nil
+}
+
+// Property implements odata.Record.
+func (r *scanRecord) Property(name string) (odata.Value, bool) {
+	switch name {
+	case propPartitionKey:
+		if r.decodeKeys() != nil {
+			return odata.Value{}, false
+		}
+		return odata.StringValue(r.pk), true
+	case propRowKey:
+		if r.decodeKeys() != nil {
+			return odata.Value{}, false
+		}
+		return odata.StringValue(r.rk), true
+	case propTimestamp:
+		return odata.DateTimeValue(r.ticks), true
+	}
+	// Records store properties in byte order of their names.
+	if i, ok := slices.BinarySearch(r.names, name); ok {
+		return r.values[i], true
+	}
+	return odata.Value{}, false
+}
+
+// entity builds the returned entity, keeping the selected properties.
+func (r *scanRecord) entity(keep func(string) bool) (Entity, error) {
+	if err := r.decodeKeys(); err != nil {
+		return Entity{}, err
+	}
+	e := Entity{PartitionKey: r.pk, RowKey: r.rk, Timestamp: timeOfTicks(r.ticks), ETag: etagOf(r.ticks),
+		Properties: make(Properties, len(r.names))}
+	for i, name := range r.names {
+		if keep == nil || keep(name) {
+			e.Properties[name] = propertyOf(r.values[i])
+		}
+	}
+	return e, nil
+}
