@@ -50,6 +50,7 @@ type DB struct {
 
 	closeOnce sync.Once
 	closeErr  error
+	isClosed  atomic.Bool
 }
 
 // Open opens the database in dir, creating it if needed. Reopening a directory brings back
@@ -109,6 +110,7 @@ func open(so storage.Options, opts *Options) (*DB, error) {
 // Close waits for background work and closes the database. Calling it again is harmless.
 func (db *DB) Close() error {
 	db.closeOnce.Do(func() {
+		db.isClosed.Store(true)
 		db.stopDrops()
 		db.drops.Wait()
 		db.saveClock()
@@ -118,6 +120,9 @@ func (db *DB) Close() error {
 	})
 	return db.closeErr
 }
+
+// closed reports whether Close has been called.
+func (db *DB) closed() bool { return db.isClosed.Load() }
 
 // update runs fn in one atomic read-write transaction. Every write goes through here, so that
 // concurrent writes can later be coalesced into one commit without touching the operations.

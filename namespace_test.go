@@ -2,9 +2,7 @@ package tabula
 
 import (
 	"context"
-	"errors"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -12,9 +10,9 @@ import (
 // Namespaces are separate sets of tables: what one creates, lists, writes or deletes, no other
 // (and not the root) sees, and everything survives a reopen.
 func TestNamespacesAreIsolated(t *testing.T) {
-	storageKinds(t, func(t *testing.T, open func(*Options) *DB, reopen func(*DB) *DB) {
+	bothStores(t, func(t *testing.T) {
 		ctx := context.Background()
-		db := open(nil)
+		db := openStore(t, nil)
 		a, b := db.Namespace("alice"), db.Namespace("bob")
 		_, err := a.CreateTable(ctx, "Shared")
 		require.NoError(t, err)
@@ -42,7 +40,7 @@ func TestNamespacesAreIsolated(t *testing.T) {
 		_, err = db.Namespace("ali").CreateTable(ctx, "Other")
 		require.NoError(t, err)
 
-		db = reopen(db)
+		db = reopenStore(t, db)
 		a, b = db.Namespace("alice"), db.Namespace("bob")
 		names := func(n *Namespace) []string {
 			var out []string
@@ -66,84 +64,5 @@ func TestNamespacesAreIsolated(t *testing.T) {
 		require.NoError(t, b.DeleteTable(ctx, "Shared"))
 		_, err = a.Table("Shared").Get(ctx, "p", "a")
 		require.NoError(t, err)
-	})
-}
-
-func TestServicePropertiesPersist(t *testing.T) {
-	storageKinds(t, func(t *testing.T, open func(*Options) *DB, reopen func(*DB) *DB) {
-		ctx := context.Background()
-		db := open(nil)
-		doc, err := db.Namespace("a").ServiceProperties(ctx)
-		require.NoError(t, err)
-		require.Nil(t, doc)
-		require.NoError(t, db.Namespace("a").SetServiceProperties(ctx, []byte("<a/>")))
-		require.NoError(t, db.Namespace("").SetServiceProperties(ctx, []byte("<root/>")))
-		db = reopen(db)
-		doc, err = db.Namespace("a").ServiceProperties(ctx)
-		require.NoError(t, err)
-		require.Equal(t, "<a/>", string(doc))
-		doc, err = db.Namespace("").ServiceProperties(ctx)
-		require.NoError(t, err)
-		require.Equal(t, "<root/>", string(doc))
-		doc, err = db.Namespace("b").ServiceProperties(ctx)
-		require.NoError(t, err)
-		require.Nil(t, doc)
-		err = db.Namespace("a").SetServiceProperties(ctx, make([]byte, maxPropertiesSize+1))
-		require.ErrorIs(t, err, ErrInvalidInput)
-	})
-}
-
-func TestAccessPolicies(t *testing.T) {
-	storageKinds(t, func(t *testing.T, open func(*Options) *DB, reopen func(*DB) *DB) {
-		ctx := context.Background()
-		db := open(nil)
-		tbl, err := db.Namespace("acct").CreateTable(ctx, "Acl")
-		require.NoError(t, err)
-		start := time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)
-		want := []AccessPolicy{
-			{ID: "reader", Start: start, Expiry: start.Add(time.Hour), Permission: "r"},
-			{ID: "open-ended"},
-		}
-		require.NoError(t, tbl.SetAccessPolicies(ctx, want))
-		db = reopen(db)
-		tbl = db.Namespace("acct").Table("acl")
-		got, err := tbl.AccessPolicies(ctx)
-		require.NoError(t, err)
-		require.Equal(t, len(want), len(got))
-		for i := range want {
-			require.Equal(t, want[i].ID, got[i].ID)
-			require.Equal(t, want[i].Permission, got[i].Permission)
-			require.True(t, want[i].Start.Equal(got[i].Start))
-			require.True(t, want[i].Expiry.Equal(got[i].Expiry))
-		}
-
-		for _, bad := range [][]AccessPolicy{
-			make([]AccessPolicy, MaxAccessPolicies+1),
-			{{ID: ""}},
-			{{ID: string(make([]byte, MaxAccessPolicyID+1))}},
-			{{ID: "x"}, {ID: "x"}},
-			{{ID: "x", Permission: "w"}},
-		} {
-			require.ErrorIs(t, tbl.SetAccessPolicies(ctx, bad), ErrInvalidInput)
-		}
-		got, err = tbl.AccessPolicies(ctx)
-		require.NoError(t, err)
-		require.Len(t, got, 2, "a refused set changes nothing")
-
-		require.NoError(t, tbl.SetAccessPolicies(ctx, nil))
-		got, err = tbl.AccessPolicies(ctx)
-		require.NoError(t, err)
-		require.Empty(t, got)
-
-		// A re-created table starts without the old table's policies.
-		require.NoError(t, tbl.SetAccessPolicies(ctx, want))
-		require.NoError(t, db.Namespace("acct").DeleteTable(ctx, "Acl"))
-		_, err = tbl.AccessPolicies(ctx)
-		require.True(t, errors.Is(err, ErrTableNotFound))
-		_, err = db.Namespace("acct").CreateTable(ctx, "Acl")
-		require.NoError(t, err)
-		got, err = tbl.AccessPolicies(ctx)
-		require.NoError(t, err)
-		require.Empty(t, got)
 	})
 }

@@ -184,9 +184,7 @@ func TestSelect(t *testing.T) {
 func TestBudgetEndsPagesEarly(t *testing.T) {
 	ctx := context.Background()
 	clock := &steppingClock{now: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC), step: time.Second}
-	db, err := OpenInMemory(&Options{Clock: clock.Now})
-	require.NoError(t, err)
-	defer db.Close()
+	db := openStore(t, &Options{Clock: clock.Now})
 	tbl := createTable(t, db, "Budget")
 	for i := range 40 {
 		_, err := tbl.Insert(ctx, Entity{PartitionKey: fmt.Sprintf("p%02d", i), RowKey: "r", Properties: Properties{"N": Int32(i)}})
@@ -233,9 +231,7 @@ func (c *steppingClock) Now() time.Time {
 
 func TestForbidFullScans(t *testing.T) {
 	ctx := context.Background()
-	db, err := OpenInMemory(&Options{ForbidFullScans: true})
-	require.NoError(t, err)
-	defer db.Close()
+	db := openStore(t, &Options{ForbidFullScans: true})
 	tbl := createTable(t, db, "Strict")
 	for _, f := range []string{"", "Rating gt 4", "PartitionKey eq 'a' or PartitionKey eq 'b'", "RowKey eq 'x'"} {
 		_, err := tbl.Query(ctx, Query{Filter: f})
@@ -337,9 +333,8 @@ func TestContinuationSurvivesRestart(t *testing.T) {
 	require.Len(t, page.Entities, 4)
 	require.NoError(t, db.Close())
 
-	db, err = Open(dir, nil)
+	db, err = openDir(t, dir, nil)
 	require.NoError(t, err)
-	defer db.Close()
 	var rest []string
 	for e, err := range db.Table("Restart").QueryAll(ctx, Query{Continuation: page.Continuation}) {
 		require.NoError(t, err)

@@ -289,9 +289,8 @@ func TestTimestampsIncreaseAcrossRestart(t *testing.T) {
 	require.NoError(t, db.Close())
 
 	clock.Advance(-time.Hour)
-	db, err = Open(dir, &Options{Clock: clock.Now})
+	db, err = openDir(t, dir, &Options{Clock: clock.Now})
 	require.NoError(t, err)
-	defer db.Close()
 	e, err := db.Table("Clock").Insert(ctx, Entity{PartitionKey: "p", RowKey: "after restart"})
 	require.NoError(t, err)
 	assert.True(t, e.Timestamp.After(last), "%v is not after %v", e.Timestamp, last)
@@ -363,8 +362,8 @@ func TestPersistenceOfEveryType(t *testing.T) {
 		"Ünïcödé_": String("名前"),
 	}
 	keys := [][2]string{{"", ""}, {"\U0001F600", "\uff5e"}, {"a b", "~!@$%^&*()"}, {strings.Repeat("k", 1024), "r"}}
-	storageKinds(t, func(t *testing.T, open func(*Options) *DB, reopen func(*DB) *DB) {
-		db := open(nil)
+	bothStores(t, func(t *testing.T) {
+		db := openStore(t, nil)
 		tbl := createTable(t, db, "Types")
 		written := map[[2]string]Entity{}
 		for _, k := range keys {
@@ -372,7 +371,7 @@ func TestPersistenceOfEveryType(t *testing.T) {
 			require.NoError(t, err)
 			written[k] = e
 		}
-		db = reopen(db)
+		db = reopenStore(t, db)
 		tbl = db.Table("types")
 		for _, k := range keys {
 			got, err := tbl.Get(ctx, k[0], k[1])

@@ -47,9 +47,8 @@ func TestHotPartitionThrottling(t *testing.T) {
 	for _, mode := range []partition.LimitMode{partition.LimitEnforce, partition.LimitObserve, partition.LimitOff} {
 		t.Run(mode.String(), func(t *testing.T) {
 			clock := newFakeClock()
-			db, err := OpenInMemory(&Options{Clock: clock.Now, Limits: partition.Limits{Mode: mode}})
-			require.NoError(t, err)
-			defer db.Close()
+			db := openStore(t, &Options{Clock: clock.Now, Limits: partition.Limits{Mode: mode}})
+			var err error
 			tbl := createTable(t, db, "Hot")
 			_, err = tbl.Insert(context.Background(), Entity{PartitionKey: "hot", RowKey: "row"})
 			require.NoError(t, err)
@@ -78,10 +77,8 @@ func TestHotPartitionThrottling(t *testing.T) {
 func TestAppendOnlyKeysSplitTheLastRange(t *testing.T) {
 	ctx := context.Background()
 	clock := newFakeClock()
-	db, err := OpenInMemory(&Options{Clock: clock.Now, Limits: partition.Limits{Mode: partition.LimitOff},
+	db := openStore(t, &Options{Clock: clock.Now, Limits: partition.Limits{Mode: partition.LimitOff},
 		Balance: partition.Balance{SplitAfter: 10 * time.Second, SplitAbove: 500}})
-	require.NoError(t, err)
-	defer db.Close()
 	tbl := createTable(t, db, "Log")
 	for i := range 40_000 { // 40 simulated seconds at 1,000 inserts/s
 		clock.Advance(time.Millisecond)
@@ -105,9 +102,7 @@ func TestAppendOnlyKeysSplitTheLastRange(t *testing.T) {
 func TestBoundaryContinuations(t *testing.T) {
 	ctx := context.Background()
 	run := func(boundaries bool) (all []string, pages, empty int) {
-		db, err := OpenInMemory(&Options{BoundaryContinuations: boundaries})
-		require.NoError(t, err)
-		defer db.Close()
+		db := openStore(t, &Options{BoundaryContinuations: boundaries})
 		tbl := createTable(t, db, "Ranges")
 		for _, pk := range []string{"a", "b", "c", "m", "n", "x", "y"} {
 			for rk := range 3 {
@@ -151,10 +146,8 @@ func TestBoundaryContinuations(t *testing.T) {
 func TestFaultInjectionIsDeterministic(t *testing.T) {
 	ctx := context.Background()
 	outcomes := func(seed uint64) string {
-		db, err := OpenInMemory(&Options{Faults: partition.Faults{Seed: seed, ServerBusy: 0.2, Timeout: 0.1,
+		db := openStore(t, &Options{Faults: partition.Faults{Seed: seed, ServerBusy: 0.2, Timeout: 0.1,
 			Kinds: partition.Kinds(partition.KindInsert, partition.KindGet)}})
-		require.NoError(t, err)
-		defer db.Close()
 		tbl := createTable(t, db, "Faults")
 		var b strings.Builder
 		for i := range 200 {
@@ -194,9 +187,7 @@ func TestFaultInjectionIsDeterministic(t *testing.T) {
 
 func TestForcedContinuations(t *testing.T) {
 	ctx := context.Background()
-	db, err := OpenInMemory(&Options{Faults: partition.Faults{ContinuationEvery: 3}})
-	require.NoError(t, err)
-	defer db.Close()
+	db := openStore(t, &Options{Faults: partition.Faults{ContinuationEvery: 3}})
 	tbl := createTable(t, db, "Pages")
 	for i := range 10 {
 		_, err := tbl.Insert(ctx, Entity{PartitionKey: "p", RowKey: fmt.Sprintf("%02d", i)})
@@ -214,47 +205,12 @@ func TestForcedContinuations(t *testing.T) {
 	assert.Equal(t, 10, n)
 }
 
-// Retry gets through injected ServerBusy faults with the backoff of "Design a scalable partitioning
-// strategy for Azure Table storage", waiting on an injected sleep; it does not retry errors the
-// service says not to.
-func TestRetry(t *testing.T) {
-	ctx := context.Background()
-	db, err := OpenInMemory(&Options{Faults: partition.Faults{Seed: 3, ServerBusy: 0.5, Kinds: partition.Kinds(partition.KindInsert)}})
-	require.NoError(t, err)
-	defer db.Close()
-	tbl := createTable(t, db, "Retries")
-	var waits []time.Duration
-	policy := partition.Backoff{MaxAttempts: 20, Rand: func() float64 { return 0.5 },
-		Sleep: func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil }}
-	for i := range 20 {
-		err := Retry(ctx, policy, func() error {
-			_, err := tbl.Insert(ctx, Entity{PartitionKey: "p", RowKey: fmt.Sprint(i)})
-			return err
-		})
-		require.NoError(t, err)
-	}
-	require.NotEmpty(t, waits, "some inserts were refused and retried")
-	assert.Equal(t, policy.Delay(1, 0.5), waits[0], "the first wait follows the formula")
-
-	calls := 0
-	err = Retry(ctx, policy, func() error {
-		calls++
-		_, err := tbl.Update(ctx, Entity{PartitionKey: "p", RowKey: "missing"}, Replace, AnyETag)
-		return err
-	})
-	assert.ErrorIs(t, err, ErrResourceNotFound)
-	assert.Equal(t, 1, calls, "a 404 is not retried")
-	assert.True(t, IsRetryable(ErrOperationTimedOut.with("x")))
-	assert.False(t, IsRetryable(ErrNotImplemented))
-}
-
 // A throttled write changes nothing, and a throttled transaction counts all its entities.
 func TestThrottledWritesTouchNothing(t *testing.T) {
 	ctx := context.Background()
 	clock := newFakeClock()
-	db, err := OpenInMemory(&Options{Clock: clock.Now, Limits: partition.Limits{Mode: partition.LimitEnforce, PartitionRate: 100}})
-	require.NoError(t, err)
-	defer db.Close()
+	db := openStore(t, &Options{Clock: clock.Now, Limits: partition.Limits{Mode: partition.LimitEnforce, PartitionRate: 100}})
+	var err error
 	tbl := createTable(t, db, "Busy")
 	actions := make([]Action, 100)
 	for i := range actions {
@@ -269,4 +225,76 @@ func TestThrottledWritesTouchNothing(t *testing.T) {
 	clock.Advance(time.Second)
 	_, err = tbl.Insert(ctx, Entity{PartitionKey: "p", RowKey: "more"})
 	assert.NoError(t, err, "a second later the bucket has refilled")
+}
+
+// Each namespace is a storage account with an account limit of its own, as each account has
+// on the service: one account's load never throttles another's, while its own tables share
+// its limit.
+func TestEachNamespaceHasItsOwnAccountLimit(t *testing.T) {
+	ctx := context.Background()
+	clock := newFakeClock()
+	limits := partition.Limits{Mode: partition.LimitEnforce, PartitionRate: 1000, AccountRate: 10}
+	db := openStore(t, &Options{Clock: clock.Now, Limits: limits})
+	var err error
+
+	create := func(ns *Namespace, name string) *Table {
+		t.Helper()
+		tbl, err := ns.CreateTable(ctx, name)
+		require.NoError(t, err)
+		return tbl
+	}
+	alice, bob, root := db.Namespace("alice"), db.Namespace("bob"), db.Namespace("")
+	aliceOrders, aliceCustomers := create(alice, "Orders"), create(alice, "Customers")
+	bobOrders, rootOrders := create(bob, "Orders"), create(root, "Orders")
+
+	// insertAll inserts n entities and returns the first error.
+	row := 0
+	insertAll := func(tbl *Table, n int) error {
+		for range n {
+			row++
+			if _, err := tbl.Insert(ctx, Entity{PartitionKey: "p", RowKey: fmt.Sprint(row)}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+
+	require.NoError(t, insertAll(aliceOrders, 10), "alice's bucket holds 10")
+	assert.ErrorIs(t, insertAll(aliceOrders, 1), ErrAccountBusy)
+	assert.ErrorIs(t, insertAll(aliceCustomers, 1), ErrAccountBusy, "alice's other table shares her limit")
+	_, err = alice.Table("Orders").Get(ctx, "p", "1")
+	assert.ErrorIs(t, err, ErrAccountBusy, "reads count too")
+
+	require.NoError(t, insertAll(bobOrders, 10), "bob has a limit of his own")
+	require.NoError(t, insertAll(rootOrders, 10), "so has the root namespace")
+	assert.ErrorIs(t, insertAll(bobOrders, 1), ErrAccountBusy)
+
+	// At 10/s, 100 ms gives every account one entity back.
+	clock.Advance(100 * time.Millisecond)
+	require.NoError(t, insertAll(aliceCustomers, 1))
+	assert.ErrorIs(t, insertAll(aliceOrders, 1), ErrAccountBusy)
+
+	// Deleting and creating a table does not refill its account.
+	require.NoError(t, alice.DeleteTable(ctx, "Orders"))
+	for _, tr := range db.HeatReport().Tables {
+		assert.NotEqual(t, "alice/Orders", tr.Name, "the heat report forgets a deleted table")
+	}
+	aliceOrders = create(alice, "Orders")
+	assert.ErrorIs(t, insertAll(aliceOrders, 1), ErrAccountBusy)
+
+	rep := db.HeatReport()
+	assert.Equal(t, int64(6), rep.ThrottledAccount, "refusals of every account add up")
+	accounts := map[string]string{}
+	for _, tr := range rep.Tables {
+		accounts[tr.Name] = tr.Account
+	}
+	assert.Equal(t, map[string]string{"alice/Customers": "alice", "alice/Orders": "alice",
+		"bob/Orders": "bob", "Orders": ""}, accounts)
+
+	// SetRates refills every account's bucket.
+	db.SetRates(limits)
+	for _, tbl := range []*Table{aliceOrders, bobOrders, rootOrders} {
+		assert.NoError(t, insertAll(tbl, 10))
+		assert.ErrorIs(t, insertAll(tbl, 1), ErrAccountBusy)
+	}
 }

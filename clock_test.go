@@ -1,0 +1,53 @@
+package tabula
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/tabuladb/tabula/storage"
+)
+
+// Thirty restarts with a clock that stands still: each reopened database continues from
+// the last Timestamp it handed out plus one tick, not from the reservation persisted ahead
+// of it, which used to push Timestamps reserveAhead (10 s) further into the future per
+// restart (297 s after 30 restarts with a real clock).
+func TestTimestampClockDoesNotDriftAcrossRestarts(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	clock := newFakeClock()
+	start := clock.Now()
+	var last time.Time
+	for i := range 30 {
+		db, err := Open(dir, &Options{Clock: clock.Now})
+		require.NoError(t, err)
+		tbl := db.Table("Clock")
+		if i == 0 {
+			tbl = createTable(t, db, "Clock")
+		}
+		e, err := tbl.Insert(ctx, Entity{PartitionKey: "p", RowKey: fmt.Sprint(i)})
+		require.NoError(t, err)
+		require.True(t, e.Timestamp.After(last), "restart %d: %v is not after %v", i, e.Timestamp, last)
+		last = e.Timestamp
+		require.NoError(t, db.Close())
+	}
+	// CreateTable and 30 inserts: 31 Timestamps, one tick (100 ns) apart.
+	assert.Equal(t, 30*100*time.Nanosecond, last.Sub(start), "drift after 30 restarts")
+
+	// After a crash, only the reservation is on disk: the clock, which has not passed it,
+	// resumes after the newest Timestamp stored instead.
+	store, err := storage.Open(storage.Options{Dir: dir})
+	require.NoError(t, err)
+	reservation := binary.BigEndian.AppendUint64(nil, uint64(ticksOf(last)+reserveAhead))
+	require.NoError(t, store.Update(func(tx *storage.Txn) error { return tx.Set(clockKey, reservation) }))
+	require.NoError(t, store.Close())
+	db, err := openDir(t, dir, &Options{Clock: clock.Now})
+	require.NoError(t, err)
+	e, err := db.Table("Clock").Insert(ctx, Entity{PartitionKey: "p", RowKey: "after a crash"})
+	require.NoError(t, err)
+	assert.Equal(t, 100*time.Nanosecond, e.Timestamp.Sub(last), "after a crash")
+}
