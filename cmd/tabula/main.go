@@ -6,6 +6,7 @@
 // Usage:
 //
 //	tabula serve [flags]
+//	tabula check --data DIR
 //	tabula version
 //
 // It listens on the loopback interface unless given another address, keeps its data in
@@ -39,8 +40,9 @@ func main() {
 }
 
 const usage = `Usage:
-  tabula serve [flags]   serve the Azure Table API (see "tabula serve --help")
-  tabula version         print the version
+  tabula serve [flags]     serve the Azure Table API (see "tabula serve --help")
+  tabula check --data DIR  verify a database's invariants (see "tabula check --help")
+  tabula version           print the version
 `
 
 // run is the command without its process: arguments in, exit code out, stopping when ctx
@@ -52,6 +54,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "serve":
+	case "check":
+		return runCheck(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version", "-v":
 		fmt.Fprintln(stdout, versionLine())
 		return 0
