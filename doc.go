@@ -58,6 +58,20 @@
 // run the query, and how many entities were examined for how many returned;
 // Options.ForbidFullScans turns queries that scan the whole table on the service into errors.
 //
+// # Helpers beyond the service
+//
+// The service takes a filter as text, counts nothing, and writes at most one transaction of one
+// partition at a time. Four helpers, marked as beyond the service, do what code on top of it
+// keeps writing by hand; they work through TableAPI alone, so they behave the same on the
+// embedded engine and on a remote service (package remote):
+//   - Eq, Ne, Gt, Ge, Lt, Le, And, Or and Not build a Filter from typed values, escaped, so that
+//     no value can change a filter's shape; its String is the service's $filter text.
+//   - Count and Exists answer for a filter by querying keys page by page: a scan, whose cost
+//     Table.Explain shows.
+//   - DeletePartition and DeleteWhere delete what matches in transactions of up to 100.
+//   - SubmitBulk cuts any number of actions into valid transactions (one partition, 100
+//     actions, 4 MiB) and reports each one's outcome: the whole is not atomic.
+//
 // # The service under load
 //
 // Beyond data, Tabula simulates what the service does under load (package partition): tables served

@@ -73,6 +73,11 @@ var cases = []struct {
 	{"QueryPaging", testQueryPaging},
 	{"QueryErrors", testQueryErrors},
 	{"Canceled", testCanceled},
+	// Tabula's helpers beyond the service, which work through TableAPI alone.
+	{"FilterBuilder", testFilterBuilder},
+	{"CountExists", testCountExists},
+	{"DeletePartition", testDeletePartition},
+	{"SubmitBulk", testSubmitBulk},
 }
 
 // tableName returns a fresh table name: a prefix naming the test and a random suffix.
@@ -710,4 +715,129 @@ func testCanceled(t *testing.T, svc tabula.ServiceAPI) {
 	assert.ErrorIs(t, err, context.Canceled)
 	_, err = svc.ListTables(ctx, tabula.TableQuery{})
 	assert.ErrorIs(t, err, context.Canceled)
+}
+
+func testFilterBuilder(t *testing.T, svc tabula.ServiceAPI) {
+	ctx := context.Background()
+	tbl := newTable(t, svc)
+	e := everyType("p", "typed")
+	_, err := tbl.Insert(ctx, e)
+	require.NoError(t, err)
+	_, err = tbl.Insert(ctx, tabula.Entity{PartitionKey: "p", RowKey: "other", Properties: tabula.Properties{"Str": tabula.String("it's")}})
+	require.NoError(t, err)
+	for name, v := range e.Properties {
+		if name == "NaN" {
+			// The filter language reads NaN as a literal: no filter can name the property.
+			assert.Panics(t, func() { tabula.Eq(name, v) })
+			continue
+		}
+		got := all(t, tbl, tabula.Query{Filter: tabula.And(tabula.Eq("PartitionKey", tabula.String("p")), tabula.Eq(name, v)).String()})
+		assert.Equal(t, []string{"p/typed"}, keysOf(got), "%s eq %s", name, tabula.Literal(v))
+	}
+	got := all(t, tbl, tabula.Query{Filter: tabula.Eq("Str", tabula.String("it's")).String()})
+	assert.Equal(t, []string{"p/other"}, keysOf(got), "a quote in a value")
+	got = all(t, tbl, tabula.Query{Filter: tabula.Eq("RowKey", tabula.String("x' or RowKey ne 'y")).String()})
+	assert.Empty(t, got, "a value cannot change the filter's shape")
+	got = all(t, tbl, tabula.Query{Filter: tabula.Not(tabula.Eq("RowKey", tabula.String("typed"))).String()})
+	assert.Equal(t, []string{"p/other"}, keysOf(got))
+}
+
+func testCountExists(t *testing.T, svc tabula.ServiceAPI) {
+	ctx := context.Background()
+	tbl := newTable(t, svc)
+	n, err := tabula.Count(ctx, tbl, "")
+	require.NoError(t, err)
+	assert.Zero(t, n, "an empty table")
+	ok, err := tabula.Exists(ctx, tbl, "")
+	require.NoError(t, err)
+	assert.False(t, ok, "an empty table")
+
+	fill(t, tbl, 3, 100)
+	n, err = tabula.Count(ctx, tbl, "")
+	require.NoError(t, err)
+	assert.EqualValues(t, 300, n)
+	n, err = tabula.Count(ctx, tbl, tabula.And(tabula.Eq("PartitionKey", tabula.String("p01")), tabula.Eq("Odd", tabula.Boolean(true))).String())
+	require.NoError(t, err)
+	assert.EqualValues(t, 50, n)
+	ok, err = tabula.Exists(ctx, tbl, tabula.Eq("N", tabula.Int32(299)).String())
+	require.NoError(t, err)
+	assert.True(t, ok, "the last entity of a scan")
+	ok, err = tabula.Exists(ctx, tbl, tabula.Eq("N", tabula.Int32(300)).String())
+	require.NoError(t, err)
+	assert.False(t, ok)
+	_, err = tabula.Count(ctx, tbl, "N eq")
+	requireCode(t, err, tabula.ErrInvalidInput, "a filter that does not parse")
+}
+
+func testDeletePartition(t *testing.T, svc tabula.ServiceAPI) {
+	ctx := context.Background()
+	tbl := newTable(t, svc)
+	fill(t, tbl, 3, 100)
+	_, err := tbl.Insert(ctx, tabula.Entity{PartitionKey: "p01", RowKey: "zz", Properties: tabula.Properties{"N": tabula.Int32(-1)}})
+	require.NoError(t, err)
+	n, err := tabula.DeletePartition(ctx, tbl, "p01")
+	require.NoError(t, err)
+	assert.EqualValues(t, 101, n, "two transactions' worth")
+	left, err := tabula.Count(ctx, tbl, "")
+	require.NoError(t, err)
+	assert.EqualValues(t, 200, left, "the other partitions are untouched")
+	n, err = tabula.DeletePartition(ctx, tbl, "p01")
+	require.NoError(t, err)
+	assert.Zero(t, n, "nothing left to delete")
+
+	n, err = tabula.DeleteWhere(ctx, tbl, tabula.Ge("N", tabula.Int32(250)).String())
+	require.NoError(t, err)
+	assert.EqualValues(t, 50, n, "across what the filter matches")
+	left, err = tabula.Count(ctx, tbl, "")
+	require.NoError(t, err)
+	assert.EqualValues(t, 150, left)
+}
+
+func testSubmitBulk(t *testing.T, svc tabula.ServiceAPI) {
+	ctx := context.Background()
+	tbl := newTable(t, svc)
+	var actions []tabula.Action
+	for i := range 250 {
+		actions = append(actions, tabula.InsertAction(tabula.Entity{
+			PartitionKey: fmt.Sprintf("p%d", i%2), RowKey: fmt.Sprintf("r%03d", i),
+			Properties: tabula.Properties{"N": tabula.Int32(int32(i))}}))
+	}
+	// The same entity again: it must land after its insert, in a later transaction.
+	actions = append(actions, tabula.UpsertAction(tabula.Entity{PartitionKey: "p0", RowKey: "r000",
+		Properties: tabula.Properties{"N": tabula.Int32(-1)}}, tabula.Merge))
+	results, err := tabula.SubmitBulk(ctx, tbl, actions)
+	require.NoError(t, err)
+	require.Len(t, results, 4, "125 and 126 actions of two partitions, in transactions of at most 100")
+	seen := 0
+	for _, r := range results {
+		require.NoError(t, r.Err)
+		require.Len(t, r.Results, len(r.Actions))
+		assert.LessOrEqual(t, len(r.Actions), tabula.MaxTransactionActions)
+		seen += len(r.Actions)
+	}
+	assert.Equal(t, len(actions), seen, "every action in one transaction")
+	e, err := tbl.Get(ctx, "p0", "r000")
+	require.NoError(t, err)
+	assert.Equal(t, tabula.Int32(-1), e.Properties["N"], "the upsert applied after the insert")
+
+	// A failing transaction fails alone, and the error says which.
+	again := []tabula.Action{
+		tabula.InsertAction(tabula.Entity{PartitionKey: "p0", RowKey: "new"}),
+		tabula.InsertAction(tabula.Entity{PartitionKey: "p0", RowKey: "r002"}), // exists
+		tabula.InsertAction(tabula.Entity{PartitionKey: "p9", RowKey: "new"}),
+	}
+	results, err = tabula.SubmitBulk(ctx, tbl, again)
+	requireActionError(t, err, 1, tabula.ErrEntityAlreadyExists)
+	require.Len(t, results, 2)
+	assert.Equal(t, []int{0, 1}, results[0].Actions)
+	assert.Error(t, results[0].Err)
+	assert.Nil(t, results[0].Results)
+	assert.NoError(t, results[1].Err, "the other partition's transaction still commits")
+	_, err = tbl.Get(ctx, "p9", "new")
+	assert.NoError(t, err)
+	_, err = tbl.Get(ctx, "p0", "new")
+	requireCode(t, err, tabula.ErrResourceNotFound, "the failed transaction wrote nothing")
+
+	_, err = tabula.SubmitBulk(ctx, tbl, []tabula.Action{tabula.RetrieveAction("p0", "r000")})
+	requireCode(t, err, tabula.ErrInvalidInput, "a Retrieve")
 }
