@@ -78,6 +78,9 @@ func (n *Namespace) CreateTable(ctx context.Context, name string) (*Table, error
 	if err := admit(db.service.AdmitTableOp(partition.KindCreateTable), "create table"); err != nil {
 		return nil, err
 	}
+	if err := db.deleting.check(n.name, name, db.clock()); err != nil {
+		return nil, err
+	}
 	err := db.update(ctx, func(tx *storage.Txn) error {
 		key := catalogKey(n.name, name)
 		found, err := tx.Get(key, nil)
@@ -129,6 +132,9 @@ func (n *Namespace) DeleteTable(ctx context.Context, name string) error {
 		rec, err = lookupTableIn(tx, n.name, name)
 		if err != nil {
 			if errors.Is(err, ErrTableNotFound) {
+				if err := db.deleting.check(n.name, name, db.clock()); err != nil {
+					return err
+				}
 				return ErrResourceNotFound.with("table %q does not exist", name)
 			}
 			return err
@@ -145,6 +151,7 @@ func (n *Namespace) DeleteTable(ctx context.Context, name string) error {
 		return err
 	}
 	db.forget(n.name, name)
+	db.deleting.deleted(n.name, name, db.clock())
 	db.service.DropAccountTable(n.name, serviceTableName(n.name, rec.Name))
 	db.dropInBackground(rec.ID)
 	return nil

@@ -17,8 +17,9 @@ type DB struct {
 	clock func() time.Time
 
 	queryBudget     time.Duration
-	forbidFullScans atomic.Bool // see SetForbidFullScans
-	boundaries      atomic.Bool // see SetBoundaryContinuations
+	forbidFullScans atomic.Bool  // see SetForbidFullScans
+	boundaries      atomic.Bool  // see SetBoundaryContinuations
+	deleting        beingDeleted // tables in the TableBeingDeleted state (Options.TableDeleteDelay)
 
 	// service simulates the service's range partitions, rate limits and faults.
 	service *partition.Account
@@ -95,6 +96,7 @@ func open(so storage.Options, opts *Options) (*DB, error) {
 	}
 	db.forbidFullScans.Store(o.ForbidFullScans)
 	db.boundaries.Store(o.BoundaryContinuations)
+	db.deleting.delay = max(o.TableDeleteDelay, 0)
 	db.dropsCtx, db.stopDrops = context.WithCancel(context.Background())
 	if err := db.loadClock(); err != nil {
 		_ = store.Close()

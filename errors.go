@@ -70,6 +70,7 @@ func newError(code string, status int, message string) *Error {
 var (
 	ErrTableAlreadyExists                      = newError("TableAlreadyExists", http.StatusConflict, "The table specified already exists.")
 	ErrTableNotFound                           = newError("TableNotFound", http.StatusNotFound, "The table specified does not exist.")
+	ErrTableBeingDeleted                       = newError("TableBeingDeleted", http.StatusConflict, "The specified table is being deleted. Try operation later.")
 	ErrResourceNotFound                        = newError("ResourceNotFound", http.StatusNotFound, "The specified resource does not exist.")
 	ErrEntityAlreadyExists                     = newError("EntityAlreadyExists", http.StatusConflict, "The specified entity already exists.")
 	ErrUpdateConditionNotSatisfied             = newError("UpdateConditionNotSatisfied", http.StatusPreconditionFailed, "The update condition specified in the request was not satisfied.")

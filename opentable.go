@@ -2,6 +2,7 @@ package tabula
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -107,6 +108,11 @@ func (db *DB) resolve(ctx context.Context, ns, name string) (*openTable, error) 
 			return err
 		})
 		if err != nil {
+			if errors.Is(err, ErrTableNotFound) {
+				if berr := db.deleting.check(ns, name, db.clock()); berr != nil {
+					return nil, berr
+				}
+			}
 			return nil, err
 		}
 		db.open.mu.Lock()

@@ -33,6 +33,14 @@ type Options struct {
 	// slow on the service even when Tabula runs them cheaply.
 	ForbidFullScans bool
 
+	// TableDeleteDelay keeps a deleted table's name in the service's transient
+	// TableBeingDeleted state for this long, on Clock: creating a table of that name, or
+	// any operation on it, gets 409 TableBeingDeleted until it has passed, as on the
+	// service, which takes at least 40 seconds (ServiceTableDeleteDelay). The emulators
+	// free the name at once, so retry code for that answer never runs against them; this
+	// is how to run it. 0, the default, frees the name at once.
+	TableDeleteDelay time.Duration
+
 	// DiskReserve is the free space, in bytes, that a database on disk keeps on its disk:
 	// with less, writes fail with ErrDiskFull (reads go on), and Open opens the database
 	// read-only. The store writes through memory-mapped files, and running out of space
