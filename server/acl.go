@@ -127,15 +127,13 @@ func (c *call) authorizeACL() *tabula.Error {
 	return nil
 }
 
-func (c *call) getTableACL(table string) {
+func (c *call) getTableACL(table string) error {
 	if err := c.authorizeACL(); err != nil {
-		c.fail(err)
-		return
+		return err
 	}
 	policies, err := c.ns.Table(table).AccessPolicies(c.r.Context())
 	if err != nil {
-		c.fail(serviceError(err))
-		return
+		return err
 	}
 	doc := signedIdentifiers{Identifiers: []signedIdentifier{}}
 	for _, p := range policies {
@@ -145,29 +143,26 @@ func (c *call) getTableACL(table string) {
 		}
 		doc.Identifiers = append(doc.Identifiers, si)
 	}
-	c.sendXML(http.StatusOK, doc)
+	return c.sendXML(http.StatusOK, doc)
 }
 
-func (c *call) setTableACL(table string) {
+func (c *call) setTableACL(table string) error {
 	if err := c.authorizeACL(); err != nil {
-		c.fail(err)
-		return
+		return err
 	}
 	body, err := c.readBody()
 	if err != nil {
-		c.fail(err)
-		return
+		return err
 	}
 	policies, err := parseSignedIdentifiers(body)
 	if err != nil {
-		c.fail(err)
-		return
+		return err
 	}
 	if serr := c.ns.Table(table).SetAccessPolicies(c.r.Context(), policies); serr != nil {
-		c.fail(serviceError(serr))
-		return
+		return serr
 	}
 	c.noContent()
+	return nil
 }
 
 // bothSet is the detail the service gives a SAS that sets a field its policy sets too.

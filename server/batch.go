@@ -37,50 +37,47 @@ type batchOp struct {
 	level  level
 }
 
-func (c *call) batch() {
+func (c *call) batch() error {
 	// Once answered, nothing holds a part of the body (strings are copied out of it), so its
 	// buffer goes back to the pool.
 	body, err := c.readBodyInto(c.s.buffers.get(int(min(max(c.r.ContentLength+1, 0), presizedBody))))
 	if err != nil {
-		c.fail(err)
-		return
+		return err
 	}
 	defer c.s.buffers.put(body)
 	mt, params, perr := mime.ParseMediaType(c.r.Header.Get("Content-Type"))
 	if perr != nil || mt != "multipart/mixed" || params["boundary"] == "" {
-		c.fail(invalidInput(msgBatchNotMultipart, "Content-Type "+c.r.Header.Get("Content-Type")))
-		return
+		return invalidInput(msgBatchNotMultipart, "Content-Type "+c.r.Header.Get("Content-Type"))
 	}
 	// The parts are slices of body, which nothing else reuses (see multipart.go).
 	mr := newMultipartReader(body, params["boundary"])
 	part, rerr := mr.next()
 	if rerr != nil {
-		c.fail(invalidInput(msgBatchNotMultipart, "reading the batch: "+rerr.Error()))
-		return
+		return invalidInput(msgBatchNotMultipart, "reading the batch: "+rerr.Error())
 	}
 	inner := part.header.Get("Content-Type")
 	contentID := part.header.Get("Content-ID")
 	if _, rerr := mr.next(); rerr != io.EOF {
-		c.fail(invalidInput(msgOneChangeSet, "a batch must hold exactly one change set, or one query"))
-		return
+		return invalidInput(msgOneChangeSet, "a batch must hold exactly one change set, or one query")
 	}
 	pmt, pparams, perr := mime.ParseMediaType(inner)
 	switch {
 	case perr == nil && pmt == "multipart/mixed" && pparams["boundary"] != "":
-		c.changeSet(part.body, pparams["boundary"])
+		return c.changeSet(part.body, pparams["boundary"])
 	case perr == nil && pmt == "application/http":
-		c.batchQuery(part.body, contentID)
-	default:
-		c.fail(invalidInput(msgBatchNotMultipart, "batch part Content-Type "+inner))
+		return c.batchQuery(part.body, contentID)
 	}
+	return invalidInput(msgBatchNotMultipart, "batch part Content-Type "+inner)
 }
 
 // actionOperations is the operation a SAS must allow for each kind of change-set action.
 var actionOperations = map[tabula.ActionKind]operation{tabula.ActionInsert: opInsert, tabula.ActionUpdate: opUpdate,
 	tabula.ActionUpsert: opUpsert, tabula.ActionDelete: opDelete}
 
-// changeSet runs the operations of a change set as one transaction.
-func (c *call) changeSet(data []byte, boundary string) {
+// changeSet runs the operations of a change set as one transaction. A change set that
+// fails in the engine is still answered (202, with the failing operation's part); what it
+// returns is a failure of the request itself.
+func (c *call) changeSet(data []byte, boundary string) error {
 	mr := newMultipartReader(data, boundary)
 	// Operations past the most a transaction takes are read and checked, but not kept:
 	// the engine refuses the change set for its length whatever they hold, and what a
@@ -99,8 +96,7 @@ func (c *call) changeSet(data []byte, boundary string) {
 			break
 		}
 		if err != nil {
-			c.fail(invalidInput(msgBatchNotMultipart, "reading the change set: "+err.Error()))
-			return
+			return invalidInput(msgBatchNotMultipart, "reading the change set: "+err.Error())
 		}
 		op, opErr := c.changeSetOp(part.body, part.header.Get("Content-ID"))
 		if opErr == nil {
@@ -115,8 +111,7 @@ func (c *call) changeSet(data []byte, boundary string) {
 			// A SAS must allow every operation; the service refuses the whole batch if not.
 			kind := actionOperations[op.action.Kind]
 			if err := c.checkEntityAccess(kind, op.req.res.table, op.action.Entity.PartitionKey, op.action.Entity.RowKey); err != nil {
-				c.fail(err)
-				return
+				return err
 			}
 		}
 		if opErr != nil && firstBad < 0 {
@@ -129,7 +124,7 @@ func (c *call) changeSet(data []byte, boundary string) {
 	}
 	if firstBad == 0 {
 		c.changeSetFailure(ops, 0, badErr)
-		return
+		return nil
 	}
 	n := len(ops)
 	if firstBad > 0 && firstBad < n {
@@ -157,10 +152,11 @@ func (c *call) changeSet(data []byte, boundary string) {
 		}
 		c.changeSetFailure(ops, te.Index, e)
 	case err != nil:
-		c.fail(serviceError(err))
+		return err
 	default:
 		c.changeSetSuccess(ops, results)
 	}
+	return nil
 }
 
 // changeSetOp reads one change-set request into an action.
@@ -524,8 +520,9 @@ func (c *call) changeSetFailure(ops []batchOp, index int, e *tabula.Error) {
 	w.finish()
 }
 
-// batchQuery serves a batch whose only part is a point query.
-func (c *call) batchQuery(data []byte, contentID string) {
+// batchQuery serves a batch whose only part is a point query. Its request's failures are
+// the batch's; the query's own go into the part, under 202.
+func (c *call) batchQuery(data []byte, contentID string) error {
 	req, err := c.parseSubRequest(data)
 	if err == nil && (req.res.kind != resEntity || req.method != http.MethodGet) {
 		err = invalidInput("", "only a point query may stand outside a change set")
@@ -534,8 +531,7 @@ func (c *call) batchQuery(data []byte, contentID string) {
 		err = c.checkEntityAccess(opGetEntity, req.res.table, req.res.pk, req.res.rk)
 	}
 	if err != nil {
-		c.fail(err)
-		return
+		return err
 	}
 	w := c.newBatchWriter(false, 2048)
 	headers := []string{"X-Content-Type-Options", "nosniff", "Cache-Control", "no-cache", "DataServiceVersion", "3.0;"}
@@ -569,4 +565,5 @@ func (c *call) batchQuery(data []byte, contentID string) {
 		w.part(contentID, err.StatusCode, headers, appendErrorJSON(nil, err.Code, err.Message, c.id, c.now))
 	}
 	w.finish()
+	return nil
 }

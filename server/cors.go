@@ -16,25 +16,21 @@ import (
 // preflight answers OPTIONS: 200 with the Access-Control-* headers of the first matching
 // rule, 403 CorsPreflightFailure when no rule matches, 400 when Origin or
 // Access-Control-Request-Method is missing.
-func (c *call) preflight() {
+func (c *call) preflight() error {
 	origin := c.r.Header.Get("Origin")
 	method := c.r.Header.Get("Access-Control-Request-Method")
 	switch {
 	case c.ns == nil:
-		c.fail(withDetail(errAuthenticationFailed, "account "+c.account+" is not one this server serves"))
-		return
+		return withDetail(errAuthenticationFailed, "account "+c.account+" is not one this server serves")
 	case origin == "":
-		c.fail(withDetail(errMissingCorsHeader, "the preflight has no Origin header"))
-		return
+		return withDetail(errMissingCorsHeader, "the preflight has no Origin header")
 	case method == "":
-		c.fail(withDetail(errMissingCorsHeader, "the preflight has no Access-Control-Request-Method header"))
-		return
+		return withDetail(errMissingCorsHeader, "the preflight has no Access-Control-Request-Method header")
 	}
 	requested := splitList(c.r.Header.Get("Access-Control-Request-Headers"))
 	p, err := c.loadServiceProperties()
 	if err != nil {
-		c.fail(err)
-		return
+		return err
 	}
 	for i := range p.Cors.Rules {
 		r := &p.Cors.Rules[i]
@@ -50,9 +46,9 @@ func (c *call) preflight() {
 		h.Set("Access-Control-Max-Age", strconv.Itoa(r.MaxAgeInSeconds))
 		h.Set("Access-Control-Allow-Credentials", "true")
 		c.send(http.StatusOK, "", nil)
-		return
+		return nil
 	}
-	c.fail(withDetail(errCorsPreflightFailure, "no CORS rule allows origin "+origin+", method "+method+" and headers "+strings.Join(requested, ",")))
+	return withDetail(errCorsPreflightFailure, "no CORS rule allows origin "+origin+", method "+method+" and headers "+strings.Join(requested, ","))
 }
 
 // corsHeaders finds the rule that matches an actual request carrying Origin; send then adds

@@ -3,10 +3,11 @@
 // official SDKs, run against Tabula unchanged.
 //
 // A Server is an http.Handler. It speaks JSON only (the service dropped Atom in 2015) at
-// the storage emulators' path-style URLs, the account being the first path segment:
+// the storage emulators' path-style URLs, the account being the first path segment, or at
+// host-style URLs (below):
 //
 //	/devstoreaccount1/Tables                                     create, list
-//	/devstoreaccount1/Tables('Movies')                           delete
+//	/devstoreaccount1/Tables('Movies')                           get, delete
 //	/devstoreaccount1/Movies()                                   insert, query
 //	/devstoreaccount1/Movies(PartitionKey='Action',RowKey='Up')  get, update, merge, upsert, delete
 //	/devstoreaccount1/$batch                                     entity group transactions
@@ -38,8 +39,7 @@
 //
 // Each account is its own namespace of tables in the one DB (see Options.Accounts), with its
 // own service properties and its own account rate limit; "<account>-secondary" serves its
-// reads and stats and refuses writes, as the read-access geo-redundant secondary does. What
-// it does not do: host-style account URLs.
+// reads and stats and refuses writes, as the read-access geo-redundant secondary does.
 //
 // To serve on a network, NewHTTPServer and LimitListener bound what a client can hold
 // (HTTPLimits): timeouts for headers, bodies that stall, responses and idle connections, and
@@ -52,7 +52,7 @@
 // and read what the service would have seen. It is guarded by the account key: HTTP Basic
 // authentication with the account name as the user and one of its keys as the password.
 // GET reads a resource; PUT changes the fields its body names and leaves the others as they
-// are; both answer 200 with the resource now in force.
+// are; both answer 200 with the resource now in force. The report and explain are read-only.
 //
 //	GET|PUT /_tabula/api/limits   {"mode":"observe","partitionRate":2000,"partitionBurst":2000,
 //	                               "accountRate":20000,"accountBurst":20000}
@@ -61,7 +61,12 @@
 //	DELETE  /_tabula/api/faults   turn fault injection off
 //	GET|PUT /_tabula/api/queries  {"forbidFullScans":false,"boundaryContinuations":false}
 //	POST    /_tabula/api/reset    zero the heat report's traffic counters (204)
-//	GET     /_tabula/api/report   the heat report
+//	GET     /_tabula/api/report   the heat report (?format=svg: as an SVG heat map)
+//	GET     /_tabula/api/explain?table=Movies&filter=…  how a $filter runs, with one page's cost:
+//	                              {"table":"Movies","filter":"PartitionKey eq 'Action' or PartitionKey eq 'Drama'",
+//	                               "plan":"MultiRange","service":"FullScan",
+//	                               "detail":"MultiRange PartitionKey = 'Action' ∪ PartitionKey = 'Drama'",
+//	                               "scanned":2,"returned":2,"ratio":1,"more":false}
 //
 // The limits (tabula.Options.Limits): mode is off, observe or enforce; rates are entities per
 // second (> 0), bursts are entities (>= 1), and a rate given without its burst gets one
@@ -74,6 +79,16 @@
 // A PUT of the faults restarts their draws, so the same seed and the same requests give the
 // same faults. A refused change answers 400 with {"error": "<field>: what is wrong", "field":
 // "<field>"} and changes nothing.
+//
+// Explain (Tabula's own; the service has no such operation) plans a $filter (filter=) on a
+// table (table=) of the signed-in account. plan is how Tabula runs it (Empty, Point,
+// RowRange, PartitionRange, MultiRange or FullScan), service how the Azure Table service
+// would (Point, RowRange, PartitionRange or FullScan; the results are the same), detail the
+// plan with the key ranges it scans. It then runs one page, charged to the limits as any
+// query is: scanned and returned count the entities it examined and returned, ratio is their
+// quotient (0 when none were returned), more says the query goes on past that page, and
+// runError names why the page could not run (such as ServerBusy under enforced limits). A
+// filter that does not parse answers 400, a missing table 404, each with {"error": "…"}.
 //
 // Against `tabula serve` with the development account:
 //

@@ -14,33 +14,29 @@ import (
 
 // The operations on tables (REST docs: the pages of the Table service operations).
 
-func (c *call) createTable() {
-	lvl, body, ok := c.jsonRequest(opCreateTable, "")
-	if !ok {
-		return
+func (c *call) createTable() error {
+	lvl, body, err := c.jsonRequest(opCreateTable, "")
+	if err != nil {
+		return err
 	}
 	members, perr := parseObject(body)
 	if perr != nil {
-		c.fail(invalidInput("", perr.Error()))
-		return
+		return invalidInput("", perr.Error())
 	}
 	name, found := "", false
 	for _, m := range members {
 		if m.name == "TableName" {
 			if m.kind != jsonString || found {
-				c.fail(invalidInput("", "TableName must be given once, as a string"))
-				return
+				return invalidInput("", "TableName must be given once, as a string")
 			}
 			name, found = m.text, true
 		}
 	}
 	if !found {
-		c.fail(invalidInput("", "the body has no TableName"))
-		return
+		return invalidInput("", "the body has no TableName")
 	}
 	if _, err := c.ns.CreateTable(c.r.Context(), name); err != nil {
-		c.fail(serviceError(err))
-		return
+		return err
 	}
 	location := c.base + "/Tables('" + escapeKey(name) + "')"
 	h := c.w.Header()
@@ -50,67 +46,61 @@ func (c *call) createTable() {
 		h.Set("Preference-Applied", "return-no-content")
 		setHeader(h, "DataServiceId", location)
 		c.noContent()
-		return
+		return nil
 	case "return-content":
 		h.Set("Preference-Applied", "return-content")
 	}
 	c.send(http.StatusCreated, lvl.contentType(), c.appendTable(nil, lvl, name, true))
+	return nil
 }
 
-func (c *call) deleteTable(name string) {
+func (c *call) deleteTable(name string) error {
 	if err := c.grant.authorize(opDeleteTable, name); err != nil {
-		c.fail(err)
-		return
+		return err
 	}
 	if err := c.ns.DeleteTable(c.r.Context(), name); err != nil {
-		c.fail(serviceError(err))
-		return
+		return err
 	}
 	c.noContent()
+	return nil
 }
 
 // getTable answers GET Tables('name') with the table's entry, or ResourceNotFound.
-func (c *call) getTable(name string) {
+func (c *call) getTable(name string) error {
 	if err := c.grant.authorize(opQueryTables, name); err != nil {
-		c.fail(err)
-		return
+		return err
 	}
 	lvl, err := c.negotiate()
 	if err != nil {
-		c.fail(err)
-		return
+		return err
 	}
 	// Names are case-insensitive: the first table at or after name, in the catalog's
 	// case-insensitive order, is the one if it has the same name in any case.
 	page, qerr := c.ns.ListTables(c.r.Context(), tabula.TableQuery{NextTableName: name, Top: 1})
 	if qerr != nil {
-		c.fail(serviceError(qerr))
-		return
+		return qerr
 	}
 	if len(page.Tables) == 0 || !strings.EqualFold(page.Tables[0].Name, name) {
-		c.fail(withDetail(tabula.ErrResourceNotFound, "table "+strconv.Quote(name)+" does not exist"))
-		return
+		return withDetail(tabula.ErrResourceNotFound, "table "+strconv.Quote(name)+" does not exist")
 	}
 	c.send(http.StatusOK, lvl.contentType(), c.appendTable(nil, lvl, page.Tables[0].Name, true))
+	return nil
 }
 
-func (c *call) queryTables() {
+func (c *call) queryTables() error {
 	if err := c.grant.authorize(opQueryTables, ""); err != nil {
-		c.fail(err)
-		return
+		return err
 	}
 	lvl, err := c.negotiate()
 	if err == nil {
 		err = checkQueryOptions(c.query)
 	}
 	if err != nil {
-		c.fail(err)
-		return
+		return err
 	}
 	top, err := parseTop(c.query)
 	if err != nil {
-		c.fail(err)
-		return
+		return err
 	}
 	q := tabula.TableQuery{Filter: c.query.Get("$filter"), Top: top}
 	if top == topNone {
@@ -118,14 +108,12 @@ func (c *call) queryTables() {
 	}
 	if t := c.query.Get("NextTableName"); t != "" {
 		if q.NextTableName, err = decodeToken("NextTableName", t); err != nil {
-			c.fail(err)
-			return
+			return err
 		}
 	}
 	page, qerr := c.ns.ListTables(c.r.Context(), q)
 	if qerr != nil {
-		c.fail(serviceError(qerr))
-		return
+		return qerr
 	}
 	if top == topNone {
 		page = tabula.TablePage{}
@@ -148,6 +136,7 @@ func (c *call) queryTables() {
 		setHeader(c.w.Header(), "x-ms-continuation-NextTableName", encodeToken(page.NextTableName))
 	}
 	c.send(http.StatusOK, lvl.contentType(), b)
+	return nil
 }
 
 // appendTable writes a table's JSON entry; a single one (not in a feed) carries
@@ -176,15 +165,13 @@ func (c *call) appendTable(b []byte, lvl level, name string, single bool) []byte
 
 // The operations on entities (REST docs: the pages of the Table service operations).
 
-func (c *call) getEntity(res resource) {
+func (c *call) getEntity(res resource) error {
 	if err := c.checkEntityAccess(opGetEntity, res.table, res.pk, res.rk); err != nil {
-		c.fail(err)
-		return
+		return err
 	}
 	lvl, err := c.negotiate()
 	if err != nil {
-		c.fail(err)
-		return
+		return err
 	}
 	sel := selectList(c.query.Get("$select"))
 	if containsStar(sel) {
@@ -192,31 +179,28 @@ func (c *call) getEntity(res resource) {
 	}
 	e, gerr := c.ns.Table(res.table).Get(c.r.Context(), res.pk, res.rk, sel...)
 	if gerr != nil {
-		c.fail(serviceError(gerr))
-		return
+		return gerr
 	}
 	w := c.entityWriter(lvl, res.table, sel)
 	c.put(c.w.Header(), "ETag", string(e.ETag))
 	c.send(http.StatusOK, lvl.contentType(), w.appendEntity(nil, &e, true))
+	return nil
 }
 
-func (c *call) queryEntities(table string) {
+func (c *call) queryEntities(table string) error {
 	if err := c.grant.authorize(opQueryEntities, table); err != nil {
-		c.fail(err)
-		return
+		return err
 	}
 	lvl, err := c.negotiate()
 	if err == nil {
 		err = checkQueryOptions(c.query)
 	}
 	if err != nil {
-		c.fail(err)
-		return
+		return err
 	}
 	q := tabula.Query{Filter: c.query.Get("$filter"), Select: selectList(c.query.Get("$select"))}
 	if q.Top, err = parseTop(c.query); err != nil {
-		c.fail(err)
-		return
+		return err
 	}
 	none := q.Top == topNone
 	if none {
@@ -229,8 +213,7 @@ func (c *call) queryEntities(table string) {
 		// names positions in the text the client sent.
 		if q.Filter != "" {
 			if _, perr := odata.Parse(q.Filter); perr != nil {
-				c.fail(filterError(perr))
-				return
+				return filterError(perr)
 			}
 			q.Filter = "(" + q.Filter + ") and " + c.grant.rangeFilter()
 		} else {
@@ -239,8 +222,7 @@ func (c *call) queryEntities(table string) {
 	}
 	page, qerr := c.ns.Table(table).Query(c.r.Context(), q)
 	if qerr != nil {
-		c.fail(serviceError(qerr))
-		return
+		return qerr
 	}
 	if none {
 		page = tabula.Page{}
@@ -264,7 +246,7 @@ func (c *call) queryEntities(table string) {
 	b = append(b, `"value":[`...)
 	b, gone := w.appendEntities(c.r.Context(), b, page.Entities)
 	if gone != nil {
-		return // the client went away; there is no one to answer
+		return nil // the client went away; there is no one to answer
 	}
 	b = append(b, "]}"...)
 	noteEntities(c.w, len(page.Entities))
@@ -277,25 +259,24 @@ func (c *call) queryEntities(table string) {
 	}
 	c.send(http.StatusOK, lvl.contentType(), b)
 	c.s.buffers.put(b) // written: the ResponseWriter keeps no part of it
+	return nil
 }
 
-func (c *call) insertEntity(table string) {
-	lvl, body, ok := c.jsonRequest(opInsert, table)
-	if !ok {
-		return
+func (c *call) insertEntity(table string) error {
+	lvl, body, jerr := c.jsonRequest(opInsert, table)
+	if jerr != nil {
+		return jerr
 	}
 	e, err := decodeEntity(body, keysFromBody)
 	if err == nil {
 		err = c.grant.authorizeKeys(e.PartitionKey, e.RowKey)
 	}
 	if err != nil {
-		c.fail(err)
-		return
+		return err
 	}
 	stored, ierr := c.ns.Table(table).Insert(c.r.Context(), e)
 	if ierr != nil {
-		c.fail(serviceError(ierr))
-		return
+		return ierr
 	}
 	location := c.base + "/" + table + keyPredicate(stored.PartitionKey, stored.RowKey)
 	h := c.w.Header()
@@ -306,43 +287,40 @@ func (c *call) insertEntity(table string) {
 		h.Set("Preference-Applied", "return-no-content")
 		setHeader(h, "DataServiceId", location)
 		c.noContent()
-		return
+		return nil
 	case "return-content":
 		h.Set("Preference-Applied", "return-content")
 	}
 	w := c.entityWriter(lvl, table, nil)
 	c.send(http.StatusCreated, lvl.contentType(), w.appendEntity(nil, &stored, true))
+	return nil
 }
 
 // writeEntity serves PUT and MERGE (or PATCH): with If-Match a conditional Update, without
 // it an upsert (REST docs: the pages of the Table service operations).
-func (c *call) writeEntity(res resource, mode tabula.UpdateMode) {
+func (c *call) writeEntity(res resource, mode tabula.UpdateMode) error {
 	verb := "PUT"
 	if mode == tabula.Merge {
 		verb = "MERGE"
 	}
 	ifMatch, err := conditions(c.r.Header, verb)
 	if err != nil {
-		c.fail(err)
-		return
+		return err
 	}
 	op := opUpsert
 	if ifMatch != "" {
 		op = opUpdate
 	}
 	if err := c.checkEntityAccess(op, res.table, res.pk, res.rk); err != nil {
-		c.fail(err)
-		return
+		return err
 	}
 	body, err := c.jsonBody()
 	if err != nil {
-		c.fail(err)
-		return
+		return err
 	}
 	e, err := decodeEntity(body, keysFromURL)
 	if err != nil {
-		c.fail(err)
-		return
+		return err
 	}
 	e.PartitionKey, e.RowKey = res.pk, res.rk
 	t := c.ns.Table(res.table)
@@ -354,38 +332,34 @@ func (c *call) writeEntity(res resource, mode tabula.UpdateMode) {
 		etag, werr = t.Upsert(c.r.Context(), e, mode)
 	}
 	if werr != nil {
-		c.fail(serviceError(werr))
-		return
+		return werr
 	}
 	c.put(c.w.Header(), "ETag", string(etag))
 	c.noContent()
+	return nil
 }
 
-func (c *call) deleteEntity(res resource) {
+func (c *call) deleteEntity(res resource) error {
 	ifMatch, err := conditions(c.r.Header, "DELETE")
 	if err != nil {
-		c.fail(err)
-		return
+		return err
 	}
 	if ifMatch == "" {
-		c.fail(invalidInput(msgIfMatchMandatory, "DELETE needs If-Match (an ETag, or *)"))
-		return
+		return invalidInput(msgIfMatchMandatory, "DELETE needs If-Match (an ETag, or *)")
 	}
 	if err := c.checkEntityAccess(opDelete, res.table, res.pk, res.rk); err != nil {
-		c.fail(err)
-		return
+		return err
 	}
 	if err := c.ns.Table(res.table).Delete(c.r.Context(), res.pk, res.rk, ifMatch); err != nil {
-		c.fail(serviceError(err))
-		return
+		return err
 	}
 	c.noContent()
+	return nil
 }
 
 // jsonRequest authorizes a request that carries a JSON body and answers with one,
-// negotiates the response's format and reads the body; when any of that fails it answers
-// the request itself and reports false.
-func (c *call) jsonRequest(op operation, table string) (level, []byte, bool) {
+// negotiates the response's format and reads the body.
+func (c *call) jsonRequest(op operation, table string) (level, []byte, *tabula.Error) {
 	err := c.grant.authorize(op, table)
 	var (
 		lvl  level
@@ -398,10 +372,9 @@ func (c *call) jsonRequest(op operation, table string) (level, []byte, bool) {
 		body, err = c.jsonBody()
 	}
 	if err != nil {
-		c.fail(err)
-		return lvl, nil, false
+		return lvl, nil, err
 	}
-	return lvl, body, true
+	return lvl, body, nil
 }
 
 // jsonBody checks the request body's Content-Type and reads the body.

@@ -197,17 +197,21 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.set(h, "Server", "Tabula")
 	defer func() {
 		if p := recover(); p != nil {
-			if !c.written {
-				c.fail(withDetail(tabula.ErrInternal, fmt.Sprint("panic: ", p)))
-			}
+			c.answer(withDetail(tabula.ErrInternal, fmt.Sprint("panic: ", p)))
 		}
 	}()
+	c.answer(c.serve())
+}
 
+// serve reads the request's account, query and credentials and runs its operation. Like
+// every handler it writes the response only on success; it returns a failure, for answer to
+// write.
+func (c *call) serve() error {
+	s, r := c.s, c.r
 	rawPath, rawQuery := requestTarget(r)
 	account, rest, inHost, perr := s.accountOf(r.Host, rawPath)
 	if perr != nil {
-		c.fail(perr)
-		return
+		return perr
 	}
 	c.account = account
 	if primary, ok := strings.CutSuffix(account, secondarySuffix); ok && s.keys[account] == nil && s.keys[primary] != nil {
@@ -221,13 +225,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	query, qerr := parseQuery(rawQuery)
 	if qerr != nil {
-		c.fail(invalidInput("", "the query string is malformed: "+qerr.Error()))
-		return
+		return invalidInput("", "the query string is malformed: "+qerr.Error())
 	}
 	c.query = query
 	if r.Method == http.MethodOptions {
-		c.preflight() // CORS preflights carry no credentials (see cors.go)
-		return
+		return c.preflight() // CORS preflights carry no credentials (see cors.go)
 	}
 	c.corsHeaders() // on failures too, so that a browser can read them
 	g, aerr := s.authenticate(c, rawPath)
@@ -236,32 +238,55 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		aerr = checkVersion(r.Header.Get("X-Ms-Version"))
 	}
 	if aerr != nil {
-		c.fail(aerr)
-		return
+		return aerr
 	}
 	c.grant = g
 	res, rerr := parseResource(rest)
 	if rerr != nil {
-		c.fail(rerr)
-		return
+		return rerr
 	}
 	method, merr := effectiveMethod(r)
 	if merr != nil {
-		c.fail(merr)
+		return merr
+	}
+	return c.route(res, method)
+}
+
+// answer writes the failure a handler returned as the service's error response: the one
+// place a request's error is written. Handlers write only their successes; an error that
+// is not a *tabula.Error (an engine's, a context's) becomes one through serviceError.
+// Nothing is written for nil, nor once a response has been sent.
+func (c *call) answer(err error) {
+	if err == nil || c.written {
 		return
 	}
-	c.route(res, method)
+	e := serviceError(err)
+	if e == nil { // a nil *tabula.Error returned as an error: no failure
+		return
+	}
+	noteError(c.w, e.Code)
+	h := c.w.Header()
+	for _, k := range []string{"ETag", "Location", "DataServiceId", "Preference-Applied",
+		"x-ms-continuation-NextPartitionKey", "x-ms-continuation-NextRowKey", "x-ms-continuation-NextTableName"} {
+		delete(h, k)
+		h.Del(k)
+	}
+	if e.Detail != "" {
+		h.Set("X-Tabula-Error-Detail", detailHeader(e.Detail))
+	}
+	// The code in a header too, as the service sends it on every failure from version
+	// 2017-07-29 (Status and error codes): HEAD responses and raw-HTTP callers keep it.
+	setHeader(h, "x-ms-error-code", e.Code)
+	c.send(e.StatusCode, levelMinimal.contentType(), appendErrorJSON(nil, e.Code, e.Message, c.id, c.now))
 }
 
 // route dispatches a parsed request to its operation.
-func (c *call) route(res resource, method string) {
+func (c *call) route(res resource, method string) error {
 	if c.secondary && method != http.MethodGet && method != http.MethodHead {
-		c.fail(withDetail(errAuthorizationFailure, "the secondary endpoint is read-only"))
-		return
+		return withDetail(errAuthorizationFailure, "the secondary endpoint is read-only")
 	}
 	if c.query.Has("comp") || c.query.Has("restype") {
-		c.routeXML(res, method) // service properties and stats, table ACLs
-		return
+		return c.routeXML(res, method) // service properties and stats, table ACLs
 	}
 	// The service's answers to queries say they vary by Origin, whether or not the request
 	// has one, as the SDKs' recorded live traffic shows.
@@ -270,57 +295,45 @@ func (c *call) route(res resource, method string) {
 	case resTables:
 		switch method {
 		case http.MethodGet:
-			c.queryTables()
-			return
+			return c.queryTables()
 		case http.MethodPost:
-			c.createTable()
-			return
+			return c.createTable()
 		}
 	case resTable:
 		switch method {
 		case http.MethodGet:
-			c.getTable(res.table)
-			return
+			return c.getTable(res.table)
 		case http.MethodDelete:
-			c.deleteTable(res.table)
-			return
+			return c.deleteTable(res.table)
 		}
 	case resEntitySet:
 		switch method {
 		case http.MethodGet:
-			c.queryEntities(res.table)
-			return
+			return c.queryEntities(res.table)
 		case http.MethodPost:
 			noteEntities(c.w, 1) // unless it fails
-			c.insertEntity(res.table)
-			return
+			return c.insertEntity(res.table)
 		}
 	case resEntity:
 		noteEntities(c.w, 1) // unless it fails
 		switch method {
 		case http.MethodGet:
-			c.getEntity(res)
-			return
+			return c.getEntity(res)
 		case http.MethodPut:
-			c.writeEntity(res, tabula.Replace)
-			return
+			return c.writeEntity(res, tabula.Replace)
 		case "MERGE", http.MethodPatch:
-			c.writeEntity(res, tabula.Merge)
-			return
+			return c.writeEntity(res, tabula.Merge)
 		case http.MethodDelete:
-			c.deleteEntity(res)
-			return
+			return c.deleteEntity(res)
 		}
 	case resBatch:
 		if method == http.MethodPost {
-			c.batch()
-			return
+			return c.batch()
 		}
 	case resService:
-		c.fail(withDetail(errInvalidQueryParameterValue, "a request to the service needs restype=service and comp=properties or comp=stats"))
-		return
+		return withDetail(errInvalidQueryParameterValue, "a request to the service needs restype=service and comp=properties or comp=stats")
 	}
-	c.fail(withDetail(errMethodNotAllowed, method+" is not allowed here"))
+	return withDetail(errMethodNotAllowed, method+" is not allowed here")
 }
 
 // effectiveMethod applies X-HTTP-Method tunnelling: only on POST, once, and only to MERGE,
@@ -456,24 +469,6 @@ func appendFrom(r io.Reader, buf []byte) ([]byte, error) {
 			return buf, err
 		}
 	}
-}
-
-// fail answers with the service's error response.
-func (c *call) fail(e *tabula.Error) {
-	noteError(c.w, e.Code)
-	h := c.w.Header()
-	for _, k := range []string{"ETag", "Location", "DataServiceId", "Preference-Applied",
-		"x-ms-continuation-NextPartitionKey", "x-ms-continuation-NextRowKey", "x-ms-continuation-NextTableName"} {
-		delete(h, k)
-		h.Del(k)
-	}
-	if e.Detail != "" {
-		h.Set("X-Tabula-Error-Detail", detailHeader(e.Detail))
-	}
-	// The code in a header too, as the service sends it on every failure from version
-	// 2017-07-29 (Status and error codes): HEAD responses and raw-HTTP callers keep it.
-	setHeader(h, "x-ms-error-code", e.Code)
-	c.send(e.StatusCode, levelMinimal.contentType(), appendErrorJSON(nil, e.Code, e.Message, c.id, c.now))
 }
 
 // send writes a response with a body (or none when contentType is empty).

@@ -15,37 +15,31 @@ import (
 // service that speak XML.
 
 // routeXML dispatches a request that carries restype or comp.
-func (c *call) routeXML(res resource, method string) {
+func (c *call) routeXML(res resource, method string) error {
 	restype, comp := c.query.Get("restype"), c.query.Get("comp")
 	switch {
 	case res.kind == resService && restype == "service" && comp == "properties":
 		switch method {
 		case http.MethodGet, http.MethodHead:
-			c.getServiceProperties()
-			return
+			return c.getServiceProperties()
 		case http.MethodPut:
-			c.setServiceProperties()
-			return
+			return c.setServiceProperties()
 		}
 	case res.kind == resService && restype == "service" && comp == "stats":
 		if method == http.MethodGet || method == http.MethodHead {
-			c.getServiceStats()
-			return
+			return c.getServiceStats()
 		}
 	case res.kind == resEntitySet && comp == "acl" && restype == "":
 		switch method {
 		case http.MethodGet, http.MethodHead:
-			c.getTableACL(res.table)
-			return
+			return c.getTableACL(res.table)
 		case http.MethodPut:
-			c.setTableACL(res.table)
-			return
+			return c.setTableACL(res.table)
 		}
 	default:
-		c.fail(withDetail(errInvalidQueryParameterValue, "restype="+restype+"&comp="+comp+" names no operation on this resource"))
-		return
+		return withDetail(errInvalidQueryParameterValue, "restype="+restype+"&comp="+comp+" names no operation on this resource")
 	}
-	c.fail(withDetail(errMethodNotAllowed, method+" is not allowed here"))
+	return withDetail(errMethodNotAllowed, method+" is not allowed here")
 }
 
 // serviceProperties is the body of Get and Set Table Service Properties. Pointers tell an
@@ -269,39 +263,33 @@ func (c *call) loadServiceProperties() (serviceProperties, *tabula.Error) {
 	return p, nil
 }
 
-func (c *call) getServiceProperties() {
+func (c *call) getServiceProperties() error {
 	if err := c.grant.authorize(opService, ""); err != nil {
-		c.fail(err)
-		return
+		return err
 	}
 	p, err := c.loadServiceProperties()
 	if err != nil {
-		c.fail(err)
-		return
+		return err
 	}
-	c.sendXML(http.StatusOK, p)
+	return c.sendXML(http.StatusOK, p)
 }
 
-func (c *call) setServiceProperties() {
+func (c *call) setServiceProperties() error {
 	if err := c.grant.authorize(opSetService, ""); err != nil {
-		c.fail(err)
-		return
+		return err
 	}
 	body, err := c.readBody()
 	if err != nil {
-		c.fail(err)
-		return
+		return err
 	}
 	set, err := parseServiceProperties(body)
 	if err != nil {
-		c.fail(err)
-		return
+		return err
 	}
 	// An element left out keeps its value; an empty Cors removes every rule.
 	p, err := c.loadServiceProperties()
 	if err != nil {
-		c.fail(err)
-		return
+		return err
 	}
 	if set.Logging != nil {
 		p.Logging = set.Logging
@@ -317,14 +305,13 @@ func (c *call) setServiceProperties() {
 	}
 	doc, merr := xml.Marshal(p)
 	if merr != nil {
-		c.fail(withDetail(tabula.ErrInternal, merr.Error()))
-		return
+		return withDetail(tabula.ErrInternal, merr.Error())
 	}
 	if serr := c.ns.SetServiceProperties(c.r.Context(), doc); serr != nil {
-		c.fail(serviceError(serr))
-		return
+		return serr
 	}
 	c.send(http.StatusAccepted, "", nil)
+	return nil
 }
 
 // serviceStats is the body of Get Table Service Stats. Tabula has one copy of the data, so
@@ -337,28 +324,27 @@ type serviceStats struct {
 	} `xml:"GeoReplication"`
 }
 
-func (c *call) getServiceStats() {
+func (c *call) getServiceStats() error {
 	if err := c.grant.authorize(opService, ""); err != nil {
-		c.fail(err)
-		return
+		return err
 	}
 	if !c.secondary {
 		// Only the secondary endpoint answers stats (Get Table Service Stats).
-		c.fail(withDetail(errInvalidQueryParameterValue, "service stats are served by the secondary endpoint, "+c.account+secondarySuffix))
-		return
+		return withDetail(errInvalidQueryParameterValue, "service stats are served by the secondary endpoint, "+c.account+secondarySuffix)
 	}
 	var st serviceStats
 	st.GeoReplication.Status = "live"
 	st.GeoReplication.LastSyncTime = formatDate(c.now)
-	c.sendXML(http.StatusOK, st)
+	return c.sendXML(http.StatusOK, st)
 }
 
-// sendXML answers with an XML document, declaration first, as the service writes them.
-func (c *call) sendXML(status int, v any) {
+// sendXML answers with an XML document, declaration first, as the service writes them. It
+// returns the failure to encode v, which is then the request's answer.
+func (c *call) sendXML(status int, v any) error {
 	b, err := xml.Marshal(v)
 	if err != nil {
-		c.fail(withDetail(tabula.ErrInternal, err.Error()))
-		return
+		return withDetail(tabula.ErrInternal, err.Error())
 	}
 	c.send(status, "application/xml", append([]byte(`<?xml version="1.0" encoding="utf-8"?>`), b...))
+	return nil
 }
