@@ -57,7 +57,6 @@ type config struct {
 	duration     time.Duration // measured time per point
 	warmup       time.Duration // unmeasured time before each rate-limited point
 	out          string
-	format       string
 	inMemory     bool
 	shape        bench.Shape
 	burst        time.Duration
@@ -83,7 +82,6 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&cfg.duration, "d", 300*time.Millisecond, "measured `duration` of each point")
 	fs.DurationVar(&cfg.warmup, "warmup", 200*time.Millisecond, "unmeasured `duration` before each point of the rate-limited figures (8, 9, 15)")
 	fs.StringVar(&cfg.out, "out", "bench/casestudy/out", "`directory` for the SVG charts (created if needed)")
-	fs.StringVar(&cfg.format, "format", "svg", "chart `format`: svg, png or pdf")
 	fs.StringVar(&store, "store", "disk", "`store`: disk (a temporary directory) or mem")
 	fs.StringVar(&shape, "shape", "payload", "entity `shape`: payload (one 1 KiB string) or mixed (five typed properties)")
 	fs.DurationVar(&cfg.burst, "burst", 100*time.Millisecond, "token bucket size, as a `duration` of each limit's rate")
@@ -111,11 +109,6 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		cfg.inMemory = true
 	default:
 		return fail("-store %q: want disk or mem", store)
-	}
-	switch cfg.format {
-	case "svg", "png", "pdf":
-	default:
-		return fail("-format %q: want svg, png or pdf", cfg.format)
 	}
 	var err error
 	if cfg.shape, err = bench.ParseShape(shape); err != nil {

@@ -42,7 +42,7 @@ func TestRunTiny(t *testing.T) {
 
 func TestFlags(t *testing.T) {
 	for _, args := range [][]string{
-		{"-store", "tape"}, {"-shape", "round"}, {"-figs", "12"}, {"-threads", "0"}, {"-d", "0"}, {"-format", "gif"}, {"extra"},
+		{"-store", "tape"}, {"-shape", "round"}, {"-figs", "12"}, {"-threads", "0"}, {"-d", "0"}, {"-format", "png"}, {"extra"},
 	} {
 		if _, err := parseFlags(args, io.Discard); err == nil {
 			t.Errorf("parseFlags(%q) accepted", args)

@@ -409,8 +409,8 @@ func (s *study) partitions() error {
 	return firstErr(charts...)
 }
 
-// heatmap saves the database's heat report beside the charts, as an SVG heat map whatever
-// -format says: which range partitions were hot and how much was throttled, and when.
+// heatmap saves the database's heat report beside the charts, as an SVG heat map: which
+// range partitions were hot and how much was throttled, and when.
 func (s *study) heatmap(file string, d *db) error {
 	f, err := os.Create(filepath.Join(s.cfg.out, file+".svg"))
 	if err != nil {
