@@ -19,7 +19,8 @@ const maxCheckProblems = 100
 // maintenance tool (`tabula check --data DIR`) and what every test of this package runs on
 // the databases it opens before closing them. It reads the whole store in one snapshot and
 // reports, joined in one error, each of these that does not hold:
-//   - every key belongs to the key space (keys.go) and every record decodes;
+//   - the format version is recorded and is this build's (format.go), and every key belongs
+//     to the key space (keys.go) and every record decodes in that format;
 //   - every entity belongs to a table in the catalog or to a deleted table whose data is
 //     still to drop, and every table's stored access policies to a table in the catalog;
 //   - the table-ID counter is above every table ID in use, so none is ever reused;
@@ -48,6 +49,9 @@ func (db *DB) Check(ctx context.Context) error {
 		haveNextID bool
 		clock      int64
 		haveClock  bool
+		clockOld   bool // the clock record is in the form of a format before 4
+		haveFormat bool
+		empty      = true
 	)
 	useID := func(id uint64) { maxID = max(maxID, id) }
 	err := db.view(ctx, func(tx *storage.Txn) error {
@@ -61,6 +65,7 @@ func (db *DB) Check(ctx context.Context) error {
 				}
 			}
 			key := it.Key()
+			empty = false
 			var value []byte
 			if err := it.Value(func(v []byte) error { value = v; return nil }); err != nil {
 				return err
@@ -144,11 +149,20 @@ func (db *DB) Check(ctx context.Context) error {
 					}
 					nextID, haveNextID = binary.BigEndian.Uint64(value), true
 				case string(clockKey):
-					if len(value) != 8 && !(len(value) == 9 && value[8] == clockClean) {
-						report("clock record is %d bytes, neither 8 nor 9", len(value))
+					ticks, _, err := decodeClock(value)
+					if err != nil {
+						report("%v", err)
 						continue
 					}
-					clock, haveClock = int64(binary.BigEndian.Uint64(value)), true
+					clock, haveClock = ticks, true
+					if len(value) != clockLen {
+						clockOld = true
+					}
+				case string(formatKey):
+					if len(value) != 4 || binary.BigEndian.Uint32(value) != formatVersion {
+						report("format version record %x is not format version %d", value, formatVersion)
+					}
+					haveFormat = true
 				default:
 					report("unknown metadata key %q", key)
 				}
@@ -172,6 +186,12 @@ func (db *DB) Check(ctx context.Context) error {
 	})
 	if err != nil {
 		return err
+	}
+	if !empty && !haveFormat {
+		report("format version not recorded: a directory of an older format, not yet upgraded")
+	}
+	if haveFormat && clockOld {
+		report("clock record in the form of a format before %d", formatVersion)
 	}
 	if maxID > 0 && (!haveNextID || nextID <= maxID) {
 		report("table-ID counter is %d (present: %v), not above the largest ID in use, %d", nextID, haveNextID, maxID)

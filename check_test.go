@@ -63,8 +63,20 @@ func TestCheckFindsEachBrokenInvariant(t *testing.T) {
 			raw(t, db, nextTableIDKey, binary.BigEndian.AppendUint64(nil, tableID(t, tbl)))
 		}, "not above the largest ID in use"},
 		{"clock behind the data", func(t *testing.T, db *DB, tbl *Table) {
-			raw(t, db, clockKey, binary.BigEndian.AppendUint64(nil, 1))
+			raw(t, db, clockKey, clockRecord(1, clockReserved))
 		}, "stored clock is 1 ticks"},
+		{"clock record in an old form", func(t *testing.T, db *DB, tbl *Table) {
+			raw(t, db, clockKey, binary.BigEndian.AppendUint64(nil, uint64(db.lastTicks)))
+		}, "clock record in the form of a format before 4"},
+		{"clock record of no form", func(t *testing.T, db *DB, tbl *Table) {
+			raw(t, db, clockKey, append(clockRecord(db.lastTicks, clockClean), 0))
+		}, "none of its forms"},
+		{"format version not recorded", func(t *testing.T, db *DB, tbl *Table) {
+			require.NoError(t, db.store.Update(func(tx *storage.Txn) error { return tx.Delete(formatKey) }))
+		}, "format version not recorded"},
+		{"format version of another build", func(t *testing.T, db *DB, tbl *Table) {
+			raw(t, db, formatKey, binary.BigEndian.AppendUint32(nil, formatVersion+1))
+		}, "is not format version 4"},
 		{"statistics off", func(t *testing.T, db *DB, tbl *Table) {
 			raw(t, db, entityKey(tableID(t, tbl), "p", "unseen"), encodeRecord(1, nil, nil))
 		}, "statistics say 3 entities"},

@@ -2,6 +2,7 @@ package tabula
 
 import (
 	"encoding/binary"
+	"fmt"
 
 	"github.com/tabuladb/tabula/storage"
 )
@@ -19,9 +20,37 @@ import (
 // future each time.
 const reserveAhead = 10 * ticksPerSecond
 
-// clockClean ends the clock record that Close writes: the bound before it is the last
-// Timestamp handed out, not a reservation.
-const clockClean = 'c'
+// The clock record (clockKey) is ten bytes: the bound, in ticks (8 bytes, big-endian), what
+// the bound is, clockReserved (a reservation) or clockClean (the last Timestamp handed out,
+// written by Close), and a zero byte. Formats 1 to 3 wrote eight bytes (a reservation) or
+// nine (the clean mark after it, from format 2 on), and builds of those formats refuse a
+// clock record of any other length when they open a directory: the ten bytes keep them from
+// opening, and misreading, a directory of format 4 or later (see formatVersion). Every
+// record form is read; opening a directory of an older format rewrites its record in this one.
+const (
+	clockReserved = 'r'
+	clockClean    = 'c'
+	clockLen      = 10
+)
+
+// clockRecord is the clock record of a bound and its kind (clockReserved or clockClean).
+func clockRecord(ticks int64, kind byte) []byte {
+	return append(binary.BigEndian.AppendUint64(make([]byte, 0, clockLen), uint64(ticks)), kind, 0)
+}
+
+// decodeClock reads a clock record of any format.
+func decodeClock(v []byte) (ticks int64, clean bool, err error) {
+	switch {
+	case len(v) == clockLen && v[9] == 0 && (v[8] == clockReserved || v[8] == clockClean):
+		clean = v[8] == clockClean
+	case len(v) == 9 && v[8] == clockClean: // formats 2 and 3, after Close
+		clean = true
+	case len(v) == 8: // formats 1 to 3, a reservation
+	default:
+		return 0, false, errCorrupt(fmt.Sprintf("clock record %x is none of its forms", v))
+	}
+	return int64(binary.BigEndian.Uint64(v)), clean, nil
+}
 
 // stamp returns the next Timestamp, in ticks.
 func (db *DB) stamp() (int64, error) {
@@ -31,7 +60,7 @@ func (db *DB) stamp() (int64, error) {
 	if t > db.reservedTicks {
 		reserve := t + reserveAhead
 		err := db.store.Update(func(tx *storage.Txn) error {
-			return tx.Set(clockKey, binary.BigEndian.AppendUint64(nil, uint64(reserve)))
+			return tx.Set(clockKey, clockRecord(reserve, clockReserved))
 		})
 		if err != nil {
 			return 0, storageError(err)
@@ -45,15 +74,9 @@ func (db *DB) stamp() (int64, error) {
 func (db *DB) loadClock() error {
 	found := false
 	err := db.store.View(func(tx *storage.Txn) (err error) {
-		found, err = tx.Get(clockKey, func(v []byte) error {
-			switch {
-			case len(v) == 9 && v[8] == clockClean:
-				db.clockSaved = true
-			case len(v) != 8:
-				return errCorrupt("clock record is neither 8 nor 9 bytes")
-			}
-			db.reservedTicks = int64(binary.BigEndian.Uint64(v[:8]))
-			return nil
+		found, err = tx.Get(clockKey, func(v []byte) (err error) {
+			db.reservedTicks, db.clockSaved, err = decodeClock(v)
+			return err
 		})
 		if err != nil || !found || db.clockSaved || ticksOf(db.clock()) > db.reservedTicks {
 			// Every Timestamp handed out so far is at most the stored bound (the last one
@@ -111,7 +134,7 @@ func (db *DB) saveClock() {
 		return
 	}
 	err := db.store.Update(func(tx *storage.Txn) error {
-		return tx.Set(clockKey, append(binary.BigEndian.AppendUint64(nil, uint64(db.lastTicks)), clockClean))
+		return tx.Set(clockKey, clockRecord(db.lastTicks, clockClean))
 	})
 	if err == nil {
 		db.reservedTicks, db.clockSaved = db.lastTicks, true

@@ -2,7 +2,6 @@ package tabula
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"testing"
 	"time"
@@ -42,7 +41,7 @@ func TestTimestampClockDoesNotDriftAcrossRestarts(t *testing.T) {
 	// resumes after the newest Timestamp stored instead.
 	store, err := storage.Open(storage.Options{Dir: dir})
 	require.NoError(t, err)
-	reservation := binary.BigEndian.AppendUint64(nil, uint64(ticksOf(last)+reserveAhead))
+	reservation := clockRecord(ticksOf(last)+reserveAhead, clockReserved)
 	require.NoError(t, store.Update(func(tx *storage.Txn) error { return tx.Set(clockKey, reservation) }))
 	require.NoError(t, store.Close())
 	db, err := openDir(t, dir, &Options{Clock: clock.Now})

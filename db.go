@@ -98,6 +98,10 @@ func open(so storage.Options, opts *Options) (*DB, error) {
 	db.boundaries.Store(o.BoundaryContinuations)
 	db.deleting.delay = max(o.TableDeleteDelay, 0)
 	db.dropsCtx, db.stopDrops = context.WithCancel(context.Background())
+	if err := db.openFormat(so.Dir, o.Logger); err != nil {
+		_ = store.Close()
+		return nil, err
+	}
 	if err := db.loadClock(); err != nil {
 		_ = store.Close()
 		return nil, err

@@ -17,7 +17,8 @@ import (
 //	'a' | tableID                                         a table's stored access policies (acl.go)
 //	'p' | esc(namespace)                                  a namespace's service properties
 //	'd' | tableID                                         a deleted table's data, still to drop
-//	'm' | name                                            DB metadata: the table-ID counter, the clock
+//	'm' | name                                            DB metadata: the table-ID counter, the clock,
+//	                                                      the format version (format.go)
 //
 // Table IDs are never reused, so deleting a table is one catalog write; its entities become
 // unreachable at once and are dropped in the background. The root namespace keeps its
@@ -36,6 +37,7 @@ const (
 var (
 	nextTableIDKey = []byte{prefixMeta, 'n', 'e', 'x', 't', 'T', 'a', 'b', 'l', 'e', 'I', 'D'}
 	clockKey       = []byte{prefixMeta, 'c', 'l', 'o', 'c', 'k'}
+	formatKey      = []byte{prefixMeta, 'f', 'o', 'r', 'm', 'a', 't'}
 )
 
 // tablePrefix is the prefix of every entity key of a table.

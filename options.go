@@ -1,6 +1,7 @@
 package tabula
 
 import (
+	"log/slog"
 	"time"
 
 	"github.com/tabuladb/tabula/partition"
@@ -48,6 +49,13 @@ type Options struct {
 	// its flushes and compactions. 0 means 512 MiB; lower it only on a disk too small for
 	// that, and only as far as the data written between two compactions needs.
 	DiskReserve uint64
+
+	// Logger receives what the database has to report outside any call's result: today only
+	// that Open upgraded a directory written in an older format, which builds of that format
+	// then refuse to open (Info), or found one it could not yet upgrade for want of disk
+	// space (Warn). nil means slog.Default(), as a nil http.Server.ErrorLog means the log
+	// package's standard logger.
+	Logger *slog.Logger
 
 	// freeSpace replaces the file system's free-space figure, for tests.
 	freeSpace func() (uint64, error)
