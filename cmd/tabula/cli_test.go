@@ -288,3 +288,29 @@ func FuzzParseFaults(f *testing.F) {
 		}
 	})
 }
+
+// A data directory of an older format (the first release's, testdata/format1 of the root
+// package) is upgraded when tabula serve opens it, and the log says so; with --silent, which
+// turns the request log off, the line goes to standard error. The directory's entities are
+// served.
+func TestServeLogsAFormatUpgrade(t *testing.T) {
+	for _, silent := range []bool{false, true} {
+		dir := filepath.Join(t.TempDir(), "db")
+		require.NoError(t, os.CopyFS(dir, os.DirFS("../../testdata/format1/db")))
+		args := []string{"--addr", "127.0.0.1:0", "--data", dir}
+		if silent {
+			args = append(args, "--silent")
+		}
+		r := start(t, args...)
+		log := r.out.String()
+		if silent {
+			log = r.errs.String()
+		}
+		assert.Contains(t, log, `level=INFO msg="tabula: upgraded the data directory's format; builds of older formats will refuse to open it" dir=`+dir+" from=1 to=4", "silent: %v", silent)
+		svc, err := aztables.NewServiceClientFromConnectionString(r.connStr, nil)
+		require.NoError(t, err)
+		_, err = svc.NewClient("Movies").GetEntity(context.Background(), "Nolan", "Inception", nil)
+		require.NoError(t, err)
+		r.shutdown(t)
+	}
+}

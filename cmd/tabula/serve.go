@@ -33,6 +33,21 @@ func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer) (err erro
 		debug = f
 	}
 
+	var logger *slog.Logger
+	if !cfg.silent {
+		if cfg.logFormat == "json" {
+			logger = slog.New(slog.NewJSONHandler(stdout, nil))
+		} else {
+			logger = slog.New(slog.NewTextHandler(stdout, nil))
+		}
+	}
+	// What the database reports on its own (an upgrade of the directory's format) goes to
+	// the log, or to standard error when --silent turns the request log off.
+	cfg.db.Logger = logger
+	if logger == nil {
+		cfg.db.Logger = slog.New(slog.NewTextHandler(stderr, nil))
+	}
+
 	var db *tabula.DB
 	where := "in memory"
 	if cfg.inMemory {
@@ -81,14 +96,6 @@ func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer) (err erro
 		return err
 	}
 	var handler http.Handler = h
-	var logger *slog.Logger
-	if !cfg.silent {
-		if cfg.logFormat == "json" {
-			logger = slog.New(slog.NewJSONHandler(stdout, nil))
-		} else {
-			logger = slog.New(slog.NewTextHandler(stdout, nil))
-		}
-	}
 	if logger != nil || debug != nil {
 		handler = server.RequestLog(h, server.LogOptions{Logger: logger, Debug: debug})
 	}
