@@ -73,6 +73,7 @@ const (
 	msgBatchNotMultipart   = "The batch request body is not a multipart/mixed document."
 	msgBatchTableMismatch  = "All commands in a batch must operate on the same table."
 	msgBatchAccountMissing = "The batch sub-request does not address this account."
+	msgNameLength          = "The specified resource name length is not within the permissible limits." // OutOfRangeInput's
 )
 
 func svcError(code string, status int, message string) *tabula.Error {

@@ -106,6 +106,19 @@ func TestGoldenInsertAndTables(t *testing.T) {
 	golden(t, "tables_page", dump(t, resp))
 }
 
+// A table name no table can have, by its length or its encoding, and a $filter that is not
+// UTF-8: the service's 400s, quoting neither.
+func TestGoldenMalformedURLs(t *testing.T) {
+	h := newHarness(t, nil)
+	h.createTable("Wire")
+	resp := h.do(request{method: "GET", target: "/devstoreaccount1/" + strings.Repeat("a", 1<<20) + "()"})
+	golden(t, "table_name_too_long_400", dump(t, resp))
+	resp = h.do(request{method: "GET", target: "/devstoreaccount1/Wire%FF()"})
+	golden(t, "table_name_not_utf8_400", dump(t, resp))
+	resp = h.do(request{method: "GET", target: "/devstoreaccount1/Wire()?$filter=Name%20eq%20'%FF'"})
+	golden(t, "filter_not_utf8_400", dump(t, resp))
+}
+
 // subRequest formats one operation of a batch as the Go SDK does: an absolute URL, headers
 // in name order, a blank line, the body.
 func subRequestText(method, path string, header map[string]string, body string) string {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/tabuladb/tabula"
 	"github.com/tabuladb/tabula/odata"
@@ -541,11 +542,18 @@ func parseTop(q map[string][]string) (int, *tabula.Error) {
 // that a missing table or a bad filter fails as it would, and its result is dropped.
 const topNone = -1
 
-// checkQueryOptions refuses the OData options the service does not implement.
+// checkQueryOptions refuses the OData options the service does not implement, and a $filter
+// that is not UTF-8 once unescaped (400 InvalidInput, as a filter that does not parse): no
+// string stored can equal its literals, and its text cannot be quoted back in the error.
 func checkQueryOptions(q map[string][]string) *tabula.Error {
 	for _, opt := range []string{"$orderby", "$skip", "$expand", "$count", "$inlinecount", "$skiptoken"} {
 		if _, ok := q[opt]; ok {
 			return withDetail(tabula.ErrNotImplemented, opt+" is not supported by the Table service")
+		}
+	}
+	for _, f := range q["$filter"] {
+		if !utf8.ValidString(f) {
+			return invalidInput("", "$filter is not valid UTF-8 once unescaped")
 		}
 	}
 	return nil

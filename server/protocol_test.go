@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // The service's answers to malformed and unusual requests (REST docs: "Understanding the Table
@@ -229,6 +230,69 @@ func TestURLsAndQueries(t *testing.T) {
 		"The specifed resource name contains invalid characters.")
 	wantError(t, h.do(request{method: "DELETE", target: "/devstoreaccount1/Tables('Nope')"}), 404, "ResourceNotFound")
 	mustStatus(t, h.do(request{method: "DELETE", target: "/devstoreaccount1/Tables('quiet')"}), 204)
+}
+
+// A table name in the URL that no table can have, for its length or its encoding, gets the
+// service's 400 on every route, as Create Table answers such a name in its body, without
+// being looked up or quoted back; the longest allowed name is still looked up. A $filter that
+// is not UTF-8 once unescaped is a 400 InvalidInput, as a filter that does not parse.
+func TestMalformedNamesAndFiltersInURLs(t *testing.T) {
+	h := newHarness(t, nil)
+	h.createTable("Names")
+	h.insert("Names", `{"PartitionKey":"p","RowKey":"r","S":"é"}`)
+	const lengthMessage = "The specified resource name length is not within the permissible limits."
+	const charsMessage = "The specifed resource name contains invalid characters."
+	huge := strings.Repeat("a", 1<<20)
+	for _, c := range []struct {
+		name          string
+		code, message string
+	}{
+		{huge, "OutOfRangeInput", lengthMessage},
+		{strings.Repeat("a", 64), "OutOfRangeInput", lengthMessage},
+		{strings.Repeat("%C3%A9", 64), "OutOfRangeInput", lengthMessage}, // 64 characters, 128 bytes
+		{"%FFab", "InvalidResourceName", charsMessage},
+		{"Names%C3", "InvalidResourceName", charsMessage},
+	} {
+		for _, r := range []request{
+			{method: "GET", target: "/devstoreaccount1/" + c.name + "()"},
+			{method: "GET", target: "/devstoreaccount1/" + c.name + "()?$filter=PartitionKey%20eq%20'p'"},
+			{method: "GET", target: "/devstoreaccount1/" + c.name + "(PartitionKey='p',RowKey='r')"},
+			{method: "POST", target: "/devstoreaccount1/" + c.name, body: `{"PartitionKey":"p","RowKey":"n"}`},
+			{method: "PUT", target: "/devstoreaccount1/" + c.name + "(PartitionKey='p',RowKey='r')", body: `{}`},
+			{method: "DELETE", target: "/devstoreaccount1/" + c.name + "(PartitionKey='p',RowKey='r')", header: map[string]string{"If-Match": "*"}},
+			{method: "GET", target: "/devstoreaccount1/Tables('" + c.name + "')"},
+			{method: "DELETE", target: "/devstoreaccount1/Tables('" + c.name + "')"},
+		} {
+			resp := h.do(r)
+			if len(resp.Header.Get("X-Tabula-Error-Detail")) > 200 {
+				t.Fatalf("%s %.80s: the detail quotes the name: %.200s", r.method, r.target, resp.Header.Get("X-Tabula-Error-Detail"))
+			}
+			if b := body(t, resp); len(b) > 400 || resp.StatusCode != 400 || !strings.Contains(b, `"code":"`+c.code+`"`) ||
+				!strings.Contains(b, `"value":"`+c.message+`\n`) {
+				t.Fatalf("%s %.80s: got %d %.400s, want 400 %s", r.method, r.target, resp.StatusCode, b, c.code)
+			}
+		}
+	}
+	// The longest names the service allows are looked up as before.
+	wantError(t, h.do(request{method: "GET", target: "/devstoreaccount1/" + strings.Repeat("a", 63) + "()"}), 404, "TableNotFound")
+	wantError(t, h.do(request{method: "GET", target: "/devstoreaccount1/Tables('" + strings.Repeat("a", 63) + "')"}), 404, "ResourceNotFound")
+
+	for _, target := range []string{
+		"/devstoreaccount1/Names()?$filter=S%20eq%20'%FF'",
+		"/devstoreaccount1/Names()?$filter=%FF",
+		"/devstoreaccount1/Names()?$filter=S%20eq%20'%C3'",
+		"/devstoreaccount1/Names()?$filter=S%20eq%20'%ED%A0%80'", // a UTF-16 surrogate, encoded
+		"/devstoreaccount1/Names()?$filter=PartitionKey%20eq%20'p'&$filter=S%20eq%20'%FF'",
+		"/devstoreaccount1/Tables?$filter=TableName%20eq%20'%FF'",
+	} {
+		resp := h.do(request{method: "GET", target: target})
+		if b := body(t, resp); resp.StatusCode != 400 || !strings.Contains(b, `"code":"InvalidInput"`) || !utf8.ValidString(b) {
+			t.Fatalf("%s: got %d %s, want 400 InvalidInput", target, resp.StatusCode, b)
+		}
+	}
+	if got := mustStatus(t, h.do(request{method: "GET", target: "/devstoreaccount1/Names()?$filter=S%20eq%20'%C3%A9'"}), 200); !strings.Contains(got, `"RowKey":"r"`) {
+		t.Fatalf("a valid UTF-8 literal: %s", got)
+	}
 }
 
 func TestRequestHeaders(t *testing.T) {

@@ -1,9 +1,11 @@
 package server
 
 import (
+	"fmt"
 	"net"
 	"net/url"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/tabuladb/tabula"
 )
@@ -116,7 +118,13 @@ func parseResource(rest string) (resource, *tabula.Error) {
 		if !ok || strings.TrimSpace(rest) != "" {
 			return resource{}, invalidInput(msgQuerySyntax, "Tables(…) must hold one quoted table name")
 		}
+		if err := checkTableName(table); err != nil {
+			return resource{}, err
+		}
 		return resource{kind: resTable, table: table}, nil
+	}
+	if err := checkTableName(name); err != nil {
+		return resource{}, err
 	}
 	if !hasArgs || strings.TrimSpace(args) == "" {
 		return resource{kind: resEntitySet, table: name}, nil
@@ -126,6 +134,26 @@ func parseResource(rest string) (resource, *tabula.Error) {
 		return resource{}, perr
 	}
 	return resource{kind: resEntity, table: name, pk: pk, rk: rk}, nil
+}
+
+// maxTableName is the longest table name the service allows, in characters (REST docs:
+// "Understanding the Table service data model").
+const maxTableName = 63
+
+// checkTableName refuses a table name in a URL that no table can have for its encoding or its
+// length, as Create Table refuses it in a body: 400 InvalidResourceName for a name that is not
+// UTF-8, 400 OutOfRangeInput for one longer than 63 characters. It is not looked up, and its
+// error does not quote it. Any other name is looked up, and one that breaks the other rules
+// is then not found, as before.
+func checkTableName(name string) *tabula.Error {
+	if !utf8.ValidString(name) {
+		return withDetail(tabula.ErrInvalidResourceName, "the table name in the URL is not valid UTF-8")
+	}
+	if n := utf8.RuneCountInString(name); n > maxTableName {
+		return withMessage(tabula.ErrOutOfRangeInput, msgNameLength,
+			fmt.Sprintf("the table name in the URL is %d characters long; it must be 3 to %d", n, maxTableName))
+	}
+	return nil
 }
 
 // parseKeyPredicate reads PartitionKey='…',RowKey='…' (in either order, each exactly
