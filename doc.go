@@ -9,7 +9,9 @@
 //
 // Open keeps data in a directory and brings everything back when reopened; OpenInMemory is
 // the disposable kind tests want. Options inject a clock (Timestamps, and therefore ETags,
-// come from it) and choose whether writes wait for the disk (SyncWrites).
+// come from it) and choose whether writes wait for the disk (SyncWrites). A directory records
+// its format version: Open upgrades one written by an older release in place, saying so
+// through Options.Logger, and refuses one written by a newer release.
 //
 //	db, err := tabula.OpenInMemory(nil)
 //	defer db.Close()
