@@ -90,10 +90,11 @@ func (db *DB) loadClock() error {
 	return storageError(err)
 }
 
-// newestStoredTicks returns the newest Timestamp of any entity or table on disk.
+// newestStoredTicks returns the newest Timestamp of any entity or table on disk, in any
+// namespace.
 func newestStoredTicks(tx *storage.Txn) (int64, error) {
 	var newest int64
-	for _, prefix := range []byte{prefixEntity, prefixTable} {
+	for _, prefix := range []byte{prefixEntity, prefixTable, prefixNamespaceTable} {
 		it := tx.Scan([]byte{prefix}, []byte{prefix + 1})
 		err := func() error {
 			defer it.Close()

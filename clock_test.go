@@ -50,3 +50,37 @@ func TestTimestampClockDoesNotDriftAcrossRestarts(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 100*time.Nanosecond, e.Timestamp.Sub(last), "after a crash")
 }
+
+// After a crash the clock resumes after the newest Timestamp stored, a table's creation in
+// another namespace included: the next write is stamped after it.
+func TestClockAfterACrashCountsEveryNamespacesTables(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	clock := newFakeClock()
+	db, err := Open(dir, &Options{Clock: clock.Now})
+	require.NoError(t, err)
+	_, err = createTable(t, db, "Root").Insert(ctx, Entity{PartitionKey: "p", RowKey: "r"})
+	require.NoError(t, err)
+	clock.Advance(time.Second)
+	_, err = db.Namespace("acct").CreateTable(ctx, "Newest")
+	require.NoError(t, err)
+	var created time.Time
+	for info, err := range db.Namespace("acct").Tables(ctx, "") {
+		require.NoError(t, err)
+		created = info.Created
+	}
+	require.NoError(t, db.Close())
+	// A crash leaves only the reservation, which the clock has not passed.
+	store, err := storage.Open(storage.Options{Dir: dir})
+	require.NoError(t, err)
+	reservation := clockRecord(ticksOf(created)+reserveAhead, clockReserved)
+	require.NoError(t, store.Update(func(tx *storage.Txn) error { return tx.Set(clockKey, reservation) }))
+	require.NoError(t, store.Close())
+
+	clock.Advance(-time.Minute) // and the clock stepped back
+	db, err = openDir(t, dir, &Options{Clock: clock.Now})
+	require.NoError(t, err)
+	e, err := db.Table("Root").Insert(ctx, Entity{PartitionKey: "p", RowKey: "after a crash"})
+	require.NoError(t, err)
+	assert.Equal(t, 100*time.Nanosecond, e.Timestamp.Sub(created))
+}
