@@ -33,8 +33,11 @@ import (
 //     now. The ten bytes were chosen over anything that old builds would have to scan for:
 //     every format-4 directory, even an empty one, has a clock record from its first Open,
 //     and it is the only record those builds read at Open, so none of them can get further.
-//     The record of which account owns which namespace (issue 23, "accounts") belongs to this
-//     format: its upgrade step, for directories of formats 1 to 3, goes in upgradeFormat.
+//     The record of which account owns which namespace (issue 23) belongs to this format.
+//     Directories of formats 1 to 3 have none; Open cannot write it for them, since only the
+//     front end knows the accounts, so the front end assigns them on its first start as
+//     before (the first account the root namespace) and records that. Any other step an
+//     older directory needs goes in upgradeFormat.
 //
 // A later format adds its number here, a step in upgradeFormat for the directories of the
 // previous one, and nothing for older builds to detect: from format 4 on, every build reads
@@ -168,7 +171,7 @@ func upgradeFormat(tx *storage.Txn) error {
 	if err := tx.Set(clockKey, rec); err != nil {
 		return err
 	}
-	// Formats 1 to 3 → 4: the record of which account owns which namespace (issue 23)
-	// belongs here, when it lands.
+	// Formats 1 to 3 → 4: any other step goes here (the record of which account owns which
+	// namespace is the front end's to write: see formatVersion).
 	return tx.Set(formatKey, binary.BigEndian.AppendUint32(nil, formatVersion))
 }
