@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/tabuladb/tabula"
+	"github.com/tabuladb/tabula/internal/wire"
 )
 
 // An entity group transaction arrives as POST $batch: a multipart/mixed document holding one change
@@ -175,7 +176,7 @@ func (c *call) changeSetOp(data []byte, contentID string) (batchOp, *tabula.Erro
 		if err := checkBodyType(req.header.Get("Content-Type")); err != nil {
 			return op, err
 		}
-		e, err := decodeEntity(req.body, keysFromBody)
+		e, err := decodeEntity(req.body, wire.KeysFromBody)
 		if err != nil {
 			return op, err
 		}
@@ -192,7 +193,7 @@ func (c *call) changeSetOp(data []byte, contentID string) (batchOp, *tabula.Erro
 		if err := checkBodyType(req.header.Get("Content-Type")); err != nil {
 			return op, err
 		}
-		e, err := decodeEntity(req.body, keysFromURL)
+		e, err := decodeEntity(req.body, wire.KeysFromURL)
 		if err != nil {
 			return op, err
 		}
@@ -433,7 +434,7 @@ func (w *batchWriter) location(name string, op *batchOp) {
 	b.WriteString(op.req.base)
 	b.WriteString("/")
 	b.WriteString(op.req.res.table)
-	b.Write(appendKeyPredicate(b.AvailableBuffer(), op.action.Entity.PartitionKey, op.action.Entity.RowKey))
+	b.Write(wire.AppendKeyPredicate(b.AvailableBuffer(), op.action.Entity.PartitionKey, op.action.Entity.RowKey))
 	b.WriteString("\r\n")
 }
 

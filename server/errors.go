@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tabuladb/tabula"
+	"github.com/tabuladb/tabula/internal/wire"
 )
 
 // The engine's sentinels cover the data model; these are the protocol's own errors, with the
@@ -122,9 +123,9 @@ func serviceError(err error) *tabula.Error {
 // codes").
 func appendErrorJSON(b []byte, code, message, requestID string, now time.Time) []byte {
 	b = append(b, `{"odata.error":{"code":`...)
-	b = appendJSONString(b, code)
+	b = wire.AppendString(b, code)
 	b = append(b, `,"message":{"lang":"en-US","value":`...)
-	b = appendJSONString(b, message+"\nRequestId:"+requestID+"\nTime:"+now.UTC().Format("2006-01-02T15:04:05.0000000Z"))
+	b = wire.AppendString(b, message+"\nRequestId:"+requestID+"\nTime:"+now.UTC().Format("2006-01-02T15:04:05.0000000Z"))
 	return append(b, "}}}"...)
 }
 

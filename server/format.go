@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/tabuladb/tabula"
+	"github.com/tabuladb/tabula/internal/wire"
 )
 
 // level is how much OData metadata a JSON response carries (REST docs: "Payload format for Table
@@ -27,6 +28,17 @@ func (l level) contentType() string {
 		return "application/json; odata=fullmetadata; streaming=true; charset=utf-8"
 	}
 	return "application/json; odata=minimalmetadata; streaming=true; charset=utf-8"
+}
+
+// wire is the level as the wire codec names it.
+func (l level) wire() wire.Level {
+	switch l {
+	case levelNone:
+		return wire.NoMetadata
+	case levelFull:
+		return wire.FullMetadata
+	}
+	return wire.MinimalMetadata
 }
 
 func (l level) partContentType() string {

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
@@ -10,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tabuladb/tabula"
+	"github.com/tabuladb/tabula/internal/wire"
 	"github.com/tabuladb/tabula/odata"
 )
 
@@ -20,17 +20,17 @@ func (c *call) createTable() error {
 	if err != nil {
 		return err
 	}
-	members, perr := parseObject(body)
+	members, perr := wire.ParseObject(body)
 	if perr != nil {
 		return invalidInput("", perr.Error())
 	}
 	name, found := "", false
 	for _, m := range members {
-		if m.name == "TableName" {
-			if m.kind != jsonString || found {
+		if m.Name == "TableName" {
+			if m.Kind != wire.KindString || found {
 				return invalidInput("", "TableName must be given once, as a string")
 			}
-			name, found = m.text, true
+			name, found = m.Text, true
 		}
 	}
 	if !found {
@@ -39,7 +39,7 @@ func (c *call) createTable() error {
 	if _, err := c.ns.CreateTable(c.r.Context(), name); err != nil {
 		return err
 	}
-	location := c.base + "/Tables('" + escapeKey(name) + "')"
+	location := c.base + "/Tables('" + wire.EscapeKey(name) + "')"
 	h := c.w.Header()
 	h.Set("Location", location)
 	switch preference(c.r) {
@@ -108,8 +108,9 @@ func (c *call) queryTables() error {
 		q.Top = 1
 	}
 	if t := c.query.Get("NextTableName"); t != "" {
-		if q.NextTableName, err = decodeToken("NextTableName", t); err != nil {
-			return err
+		var terr error
+		if q.NextTableName, terr = wire.DecodeToken(t); terr != nil {
+			return invalidInput("", "NextTableName "+strconv.Quote(t)+" is not a continuation token")
 		}
 	}
 	page, qerr := c.ns.ListTables(c.r.Context(), q)
@@ -122,7 +123,7 @@ func (c *call) queryTables() error {
 	b := append(make([]byte, 0, 64+48*len(page.Tables)), '{')
 	if lvl != levelNone {
 		b = append(b, `"odata.metadata":`...)
-		b = appendJSONString(b, c.base+"/$metadata#Tables")
+		b = wire.AppendString(b, c.base+"/$metadata#Tables")
 		b = append(b, ',')
 	}
 	b = append(b, `"value":[`...)
@@ -134,7 +135,7 @@ func (c *call) queryTables() error {
 	}
 	b = append(b, "]}"...)
 	if page.NextTableName != "" {
-		setHeader(c.w.Header(), "x-ms-continuation-NextTableName", encodeToken(page.NextTableName))
+		setHeader(c.w.Header(), "x-ms-continuation-NextTableName", wire.EncodeToken(page.NextTableName))
 	}
 	c.send(http.StatusOK, lvl.contentType(), b)
 	return nil
@@ -146,21 +147,21 @@ func (c *call) appendTable(b []byte, lvl level, name string, single bool) []byte
 	b = append(b, '{')
 	if single && lvl != levelNone {
 		b = append(b, `"odata.metadata":`...)
-		b = appendJSONString(b, c.base+"/$metadata#Tables/@Element")
+		b = wire.AppendString(b, c.base+"/$metadata#Tables/@Element")
 		b = append(b, ',')
 	}
 	if lvl == levelFull {
-		link := "Tables('" + escapeKey(name) + "')"
+		link := "Tables('" + wire.EscapeKey(name) + "')"
 		b = append(b, `"odata.type":`...)
-		b = appendJSONString(b, c.account+".Tables")
+		b = wire.AppendString(b, c.account+".Tables")
 		b = append(b, `,"odata.id":`...)
-		b = appendJSONString(b, c.base+"/"+link)
+		b = wire.AppendString(b, c.base+"/"+link)
 		b = append(b, `,"odata.editLink":`...)
-		b = appendJSONString(b, link)
+		b = wire.AppendString(b, link)
 		b = append(b, ',')
 	}
 	b = append(b, `"TableName":`...)
-	b = appendJSONString(b, name)
+	b = wire.AppendString(b, name)
 	return append(b, '}')
 }
 
@@ -241,7 +242,7 @@ func (c *call) queryEntities(table string) error {
 			meta += "&$select=" + strings.Join(w.selected, ",")
 		}
 		b = append(b, `"odata.metadata":`...)
-		b = appendJSONString(b, meta)
+		b = wire.AppendString(b, meta)
 		b = append(b, ',')
 	}
 	b = append(b, `"value":[`...)
@@ -268,7 +269,7 @@ func (c *call) insertEntity(table string) error {
 	if jerr != nil {
 		return jerr
 	}
-	e, err := decodeEntity(body, keysFromBody)
+	e, err := decodeEntity(body, wire.KeysFromBody)
 	if err == nil {
 		err = c.grant.authorizeKeys(e.PartitionKey, e.RowKey)
 	}
@@ -279,7 +280,7 @@ func (c *call) insertEntity(table string) error {
 	if ierr != nil {
 		return ierr
 	}
-	location := c.base + "/" + table + keyPredicate(stored.PartitionKey, stored.RowKey)
+	location := c.base + "/" + table + wire.KeyPredicate(stored.PartitionKey, stored.RowKey)
 	h := c.w.Header()
 	c.put(h, "ETag", string(stored.ETag))
 	c.set(h, "Location", location)
@@ -319,7 +320,7 @@ func (c *call) writeEntity(res resource, mode tabula.UpdateMode) error {
 	if err != nil {
 		return err
 	}
-	e, err := decodeEntity(body, keysFromURL)
+	e, err := decodeEntity(body, wire.KeysFromURL)
 	if err != nil {
 		return err
 	}
@@ -570,28 +571,4 @@ func filterError(err error) *tabula.Error {
 		return withMessage(sentinel, fe.Message, fe.Error())
 	}
 	return serviceError(err)
-}
-
-// Table-name continuation tokens use the service's 1!<length>!<base64> form, like the
-// engine's entity tokens, so that clients see the shape they see from Azure.
-func encodeToken(s string) string {
-	b64 := strings.ReplaceAll(base64.StdEncoding.EncodeToString([]byte(s)), "=", "-")
-	return "1!" + strconv.Itoa(len(b64)) + "!" + b64
-}
-
-func decodeToken(field, token string) (string, *tabula.Error) {
-	bad := invalidInput("", field+" "+strconv.Quote(token)+" is not a continuation token")
-	rest, ok := strings.CutPrefix(token, "1!")
-	if !ok {
-		return "", bad
-	}
-	length, b64, ok := strings.Cut(rest, "!")
-	if n, err := strconv.Atoi(length); !ok || err != nil || n != len(b64) {
-		return "", bad
-	}
-	raw, err := base64.StdEncoding.DecodeString(strings.ReplaceAll(b64, "-", "="))
-	if err != nil {
-		return "", bad
-	}
-	return string(raw), nil
 }

@@ -1,6 +1,7 @@
-package server
+package wire
 
 import (
+	"encoding/binary"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -11,36 +12,42 @@ import (
 // encoding/json discards: member order and duplicates, and the exact text of numbers (5 is
 // an Int32, 5.0 a Double, and 9223372036854775808 must not silently round).
 
-type jsonKind uint8
+// Kind is the JSON type of a member's value.
+type Kind uint8
 
+// The kinds of scalar a request body holds.
 const (
-	jsonString jsonKind = iota + 1
-	jsonNumber
-	jsonBool
-	jsonNull
+	KindString Kind = iota + 1
+	KindNumber
+	KindBool
+	KindNull
 )
 
-// jsonMember is one name/value pair. For a string, text is the decoded value; for a number,
-// its literal text; for a boolean, "true" or "false".
-type jsonMember struct {
-	name string
-	kind jsonKind
-	text string
+// Member is one name/value pair of an object. For a string, Text is the decoded value; for a
+// number, its literal text; for a boolean, "true" or "false"; for null, empty.
+type Member struct {
+	Name string
+	Kind Kind
+	Text string
 }
 
 type jsonError struct{ why string }
 
 func (e *jsonError) Error() string { return "invalid JSON: " + e.why }
 
-// parseObject reads a JSON object whose values are all scalars. Nested objects and arrays
-// are refused: no entity property can hold one.
-func parseObject(data []byte) ([]jsonMember, error) {
+// ParseObject reads a JSON object whose values are all scalars, in member order, repeated
+// names included. Nested objects and arrays are refused: no entity property can hold one.
+func ParseObject(data []byte) ([]Member, error) {
+	return appendObject(nil, data)
+}
+
+// appendObject is ParseObject appending to members.
+func appendObject(members []Member, data []byte) ([]Member, error) {
 	p := jsonParser{data: data}
 	p.space()
 	if !p.eat('{') {
 		return nil, p.fail("expected an object")
 	}
-	var members []jsonMember
 	p.space()
 	if p.eat('}') {
 		return members, p.end()
@@ -56,8 +63,8 @@ func parseObject(data []byte) ([]jsonMember, error) {
 			return nil, p.fail("expected ':'")
 		}
 		p.space()
-		m := jsonMember{name: name}
-		if m.kind, m.text, err = p.value(); err != nil {
+		m := Member{Name: name}
+		if m.Kind, m.Text, err = p.value(); err != nil {
 			return nil, err
 		}
 		members = append(members, m)
@@ -116,23 +123,23 @@ func (p *jsonParser) literal(word string) bool {
 	return false
 }
 
-func (p *jsonParser) value() (jsonKind, string, error) {
+func (p *jsonParser) value() (Kind, string, error) {
 	if p.pos >= len(p.data) {
 		return 0, "", p.fail("expected a value")
 	}
 	switch c := p.data[p.pos]; {
 	case c == '"':
 		s, err := p.string()
-		return jsonString, s, err
+		return KindString, s, err
 	case c == '-' || c >= '0' && c <= '9':
 		s, err := p.number()
-		return jsonNumber, s, err
+		return KindNumber, s, err
 	case p.literal("true"):
-		return jsonBool, "true", nil
+		return KindBool, "true", nil
 	case p.literal("false"):
-		return jsonBool, "false", nil
+		return KindBool, "false", nil
 	case p.literal("null"):
-		return jsonNull, "", nil
+		return KindNull, "", nil
 	case c == '{' || c == '[':
 		return 0, "", p.fail("nested objects and arrays are not entity values")
 	}
@@ -279,4 +286,113 @@ func (p *jsonParser) hex4() (rune, bool) {
 	}
 	p.pos += 4
 	return r, true
+}
+
+// AppendString writes s as a JSON string, escaping only what JSON requires.
+func AppendString(b []byte, s string) []byte {
+	return append(AppendStringContent(append(b, '"'), s), '"')
+}
+
+// AppendStringContent writes s escaped as inside a JSON string, without the quotes:
+// escaping goes byte by byte, so a string written in pieces reads as their concatenation
+// would.
+func AppendStringContent(b []byte, s string) []byte {
+	start := 0
+	for i := 0; i < len(s); i++ {
+		for i+32 <= len(s) && plainWord32(s[i:i+32]) {
+			i += 32
+		}
+		for i+8 <= len(s) && plainWord(s[i:i+8]) {
+			i += 8
+		}
+		if i == len(s) {
+			break
+		}
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		b = append(b, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			b = append(b, '\\', c)
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\r':
+			b = append(b, '\\', 'r')
+		case '\t':
+			b = append(b, '\\', 't')
+		case '\b':
+			b = append(b, '\\', 'b')
+		case '\f':
+			b = append(b, '\\', 'f')
+		default:
+			const hex = "0123456789abcdef"
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+		}
+		start = i + 1
+	}
+	return append(b, s[start:]...)
+}
+
+// StringSize is len(AppendString(nil, s)), counted without writing: the quotes, \" and \\,
+// two-character escapes for \b \f \n \r \t and \u00XX for other control characters.
+func StringSize(s string) int {
+	n, i := 2+len(s), 0
+	for i+32 <= len(s) && plainWord32(s[i:i+32]) {
+		i += 32
+	}
+	for i+8 <= len(s) && plainWord(s[i:i+8]) {
+		i += 8
+	}
+	for ; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t':
+			n++
+		case c < 0x20:
+			n += 5
+		}
+	}
+	return n
+}
+
+// plainWord reports whether none of the eight bytes of s needs escaping in a JSON string:
+// none is below 0x20, a quote or a backslash (bytes of multi-byte UTF-8 are all above 0x7F).
+func plainWord(s string) bool { return plain8(load8(s)) }
+
+// plainWord32 is plainWord for the first 32 bytes of s, tested at once.
+func plainWord32(s string) bool {
+	_ = s[31]
+	return special8(load8(s[0:8]))|special8(load8(s[8:16]))|special8(load8(s[16:24]))|special8(load8(s[24:32])) == 0
+}
+
+func load8(s string) uint64 {
+	_ = s[7]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+// plainBytes is plainWord for the first eight bytes of b.
+func plainBytes(b []byte) bool { return plain8(binary.LittleEndian.Uint64(b)) }
+
+// plainBytes32 is plainWord32 for the first 32 bytes of b.
+func plainBytes32(b []byte) bool {
+	_ = b[31]
+	return special8(binary.LittleEndian.Uint64(b[0:8]))|special8(binary.LittleEndian.Uint64(b[8:16]))|
+		special8(binary.LittleEndian.Uint64(b[16:24]))|special8(binary.LittleEndian.Uint64(b[24:32])) == 0
+}
+
+// plain8 is plainWord for eight bytes read as a little-endian word.
+func plain8(x uint64) bool { return special8(x) == 0 }
+
+// special8 has the high bit of each byte of x that needs escaping set (and perhaps of the
+// bytes after it: only zero means none).
+func special8(x uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	control := (x - 0x20*ones) & ^x & highs // a byte below 0x20
+	q := x ^ ('"' * ones)
+	quote := (q - ones) & ^q & highs // a zero byte of q: a quote
+	bs := x ^ ('\\' * ones)
+	backslash := (bs - ones) & ^bs & highs
+	return control | quote | backslash
 }
