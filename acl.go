@@ -70,23 +70,23 @@ func (t *Table) AccessPolicies(ctx context.Context) ([]AccessPolicy, error) {
 // characters and unique, permissions from "raud".
 func (t *Table) SetAccessPolicies(ctx context.Context, policies []AccessPolicy) error {
 	if len(policies) > MaxAccessPolicies {
-		return ErrInvalidInput.with("%d access policies; a table may have at most %d", len(policies), MaxAccessPolicies)
+		return ErrInvalidInput.WithDetail("%d access policies; a table may have at most %d", len(policies), MaxAccessPolicies)
 	}
 	stored := make([]storedPolicy, 0, len(policies))
 	seen := map[string]bool{}
 	for _, p := range policies {
 		if n := len([]rune(p.ID)); n == 0 || n > MaxAccessPolicyID {
-			return ErrInvalidInput.with("access policy ID %q has %d characters; it must have 1 to %d", p.ID, n, MaxAccessPolicyID)
+			return ErrInvalidInput.WithDetail("access policy ID %q has %d characters; it must have 1 to %d", p.ID, n, MaxAccessPolicyID)
 		}
 		if seen[p.ID] {
-			return ErrInvalidInput.with("access policy ID %q is given twice", p.ID)
+			return ErrInvalidInput.WithDetail("access policy ID %q is given twice", p.ID)
 		}
 		seen[p.ID] = true
 		for _, c := range p.Permission {
 			switch c {
 			case 'r', 'a', 'u', 'd':
 			default:
-				return ErrInvalidInput.with("access policy %q: permission %q is not one of r, a, u, d", p.ID, c)
+				return ErrInvalidInput.WithDetail("access policy %q: permission %q is not one of r, a, u, d", p.ID, c)
 			}
 		}
 		sp := storedPolicy{ID: p.ID, Permission: p.Permission}
@@ -100,7 +100,7 @@ func (t *Table) SetAccessPolicies(ctx context.Context, policies []AccessPolicy) 
 	}
 	doc, err := msgpack.Marshal(stored)
 	if err != nil {
-		return ErrInternal.with("encoding access policies: %v", err)
+		return ErrInternal.WithDetail("encoding access policies: %v", err)
 	}
 	ot, err := t.acquire(ctx)
 	if err != nil {

@@ -53,7 +53,7 @@ func (b *beingDeleted) check(ns, name string, now time.Time) error {
 		return nil
 	}
 	if left := b.delay - now.Sub(at); left > 0 {
-		return ErrTableBeingDeleted.with("table %q was deleted %v ago and is being deleted for %v more (Options.TableDeleteDelay)",
+		return ErrTableBeingDeleted.WithDetail("table %q was deleted %v ago and is being deleted for %v more (Options.TableDeleteDelay)",
 			name, now.Sub(at).Round(time.Millisecond), left.Round(time.Millisecond))
 	}
 	delete(b.since, key)

@@ -35,7 +35,7 @@ type BulkResult struct {
 func SubmitBulk(ctx context.Context, t TableAPI, actions []Action) ([]BulkResult, error) {
 	for i := range actions {
 		if actions[i].Kind == ActionRetrieve {
-			return nil, ErrInvalidInput.with("action %d is a Retrieve; SubmitBulk writes, and a Retrieve must be a transaction's only action", i)
+			return nil, ErrInvalidInput.WithDetail("action %d is a Retrieve; SubmitBulk writes, and a Retrieve must be a transaction's only action", i)
 		}
 	}
 	var (

@@ -50,7 +50,7 @@ func decodeTableRecord(b []byte) (tableRecord, error) {
 func validateTableName(name string) error {
 	for i, c := range []byte(name) {
 		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || i > 0 && c >= '0' && c <= '9') {
-			return ErrInvalidResourceName.with("table name %q: only ASCII letters and digits are allowed, starting with a letter", name)
+			return ErrInvalidResourceName.WithDetail("table name %q: only ASCII letters and digits are allowed, starting with a letter", name)
 		}
 	}
 	if len(name) < 3 || len(name) > 63 {
@@ -58,7 +58,7 @@ func validateTableName(name string) error {
 			"table name %q is %d characters long; it must be 3 to 63", name, len(name))
 	}
 	if strings.EqualFold(name, "tables") {
-		return ErrInvalidResourceName.with("table name %q is reserved", name)
+		return ErrInvalidResourceName.WithDetail("table name %q is reserved", name)
 	}
 	return nil
 }
@@ -88,7 +88,7 @@ func (n *Namespace) CreateTable(ctx context.Context, name string) (*Table, error
 			return err
 		}
 		if found {
-			return ErrTableAlreadyExists.with("table %q already exists", name)
+			return ErrTableAlreadyExists.WithDetail("table %q already exists", name)
 		}
 		var next uint64 = 1
 		if _, err := tx.Get(nextTableIDKey, func(v []byte) error {
@@ -135,7 +135,7 @@ func (n *Namespace) DeleteTable(ctx context.Context, name string) error {
 				if err := db.deleting.check(n.name, name, db.clock()); err != nil {
 					return err
 				}
-				return ErrResourceNotFound.with("table %q does not exist", name)
+				return ErrResourceNotFound.WithDetail("table %q does not exist", name)
 			}
 			return err
 		}
@@ -198,7 +198,7 @@ func lookupTable(tx *storage.Txn, name string) (tableRecord, error) {
 func lookupTableIn(tx *storage.Txn, ns, name string) (tableRecord, error) {
 	var rec tableRecord
 	if validateTableName(name) != nil {
-		return rec, ErrTableNotFound.with("table %q does not exist", name)
+		return rec, ErrTableNotFound.WithDetail("table %q does not exist", name)
 	}
 	found, err := tx.Get(catalogKey(ns, name), func(v []byte) (err error) {
 		rec, err = decodeTableRecord(v)
@@ -208,7 +208,7 @@ func lookupTableIn(tx *storage.Txn, ns, name string) (tableRecord, error) {
 		return rec, err
 	}
 	if !found {
-		return rec, ErrTableNotFound.with("table %q does not exist", name)
+		return rec, ErrTableNotFound.WithDetail("table %q does not exist", name)
 	}
 	return rec, nil
 }
@@ -244,7 +244,7 @@ func (n *Namespace) ListTables(ctx context.Context, q TableQuery) (TablePage, er
 	db := n.db
 	top := q.Top
 	if top < 0 || top > MaxTablesPerPage {
-		return TablePage{}, ErrInvalidInput.with("top is %d; it must be 1 to %d", top, MaxTablesPerPage)
+		return TablePage{}, ErrInvalidInput.WithDetail("top is %d; it must be 1 to %d", top, MaxTablesPerPage)
 	}
 	if top == 0 {
 		top = MaxTablesPerPage

@@ -58,7 +58,7 @@ type DB struct {
 // every table and entity.
 func Open(dir string, opts *Options) (*DB, error) {
 	if dir == "" {
-		return nil, ErrInvalidInput.with("directory is empty; use OpenInMemory for a database without one")
+		return nil, ErrInvalidInput.WithDetail("directory is empty; use OpenInMemory for a database without one")
 	}
 	return open(storage.Options{Dir: dir}, opts)
 }
@@ -85,7 +85,7 @@ func open(so storage.Options, opts *Options) (*DB, error) {
 	so.FreeSpace, so.Reserve = o.freeSpace, o.DiskReserve
 	store, err := storage.Open(so)
 	if err != nil {
-		return nil, ErrInternal.with("%v", err)
+		return nil, ErrInternal.WithDetail("%v", err)
 	}
 	if o.QueryBudget == 0 {
 		o.QueryBudget = DefaultQueryBudget
@@ -121,7 +121,7 @@ func (db *DB) Close() error {
 		db.drops.Wait()
 		db.saveClock()
 		if err := db.store.Close(); err != nil {
-			db.closeErr = ErrInternal.with("%v", err)
+			db.closeErr = ErrInternal.WithDetail("%v", err)
 		}
 	})
 	return db.closeErr

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
+	"github.com/tabuladb/tabula/internal/wire"
 	"github.com/tabuladb/tabula/odata"
 )
 
@@ -104,7 +104,7 @@ func (d DateTime) String() string { return formatTime(time.Time(d)) }
 // AppendText appends the DateTime as String formats it (encoding.TextAppender), without a
 // string of its own: a response writes one per entity.
 func (d DateTime) AppendText(b []byte) ([]byte, error) {
-	return appendTicks(b, ticksOf(time.Time(d)), ":"), nil
+	return wire.AppendTime(b, ticksOf(time.Time(d))), nil
 }
 
 // String formats the Guid as lower-case 8-4-4-4-12 hex, as the service returns it.
@@ -114,11 +114,11 @@ func (g Guid) String() string { return odata.FormatGuid(g) }
 func ParseGuid(s string) (Guid, error) {
 	var g Guid
 	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
-		return g, ErrInvalidInput.with("guid %q is not in the form xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", s)
+		return g, ErrInvalidInput.WithDetail("guid %q is not in the form xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", s)
 	}
 	h := s[0:8] + s[9:13] + s[14:18] + s[19:23] + s[24:]
 	if _, err := hex.Decode(g[:], []byte(h)); err != nil {
-		return Guid{}, ErrInvalidInput.with("guid %q has a character that is not hex", s)
+		return Guid{}, ErrInvalidInput.WithDetail("guid %q has a character that is not hex", s)
 	}
 	return g, nil
 }
@@ -196,7 +196,7 @@ func validateEntity(e *Entity) ([]string, error) {
 	}
 	names := sortedNames(e.Properties)
 	if len(names) > MaxProperties {
-		return nil, ErrTooManyProperties.with("entity has %d properties; the limit is %d", len(names), MaxProperties)
+		return nil, ErrTooManyProperties.WithDetail("entity has %d properties; the limit is %d", len(names), MaxProperties)
 	}
 	size := 4 + 2*pkLen + 2*rkLen
 	for _, name := range names {
@@ -211,7 +211,7 @@ func validateEntity(e *Entity) ([]string, error) {
 		size += 8 + 2*nameLen + n
 	}
 	if size > MaxEntitySize {
-		return nil, ErrEntityTooLarge.with("entity is %d bytes by the service's size formula; the limit is %d", size, MaxEntitySize)
+		return nil, ErrEntityTooLarge.WithDetail("entity is %d bytes by the service's size formula; the limit is %d", size, MaxEntitySize)
 	}
 	return names, nil
 }
@@ -232,7 +232,7 @@ func sortedNames(p Properties) []string {
 // code units, none of / \ # ? or control characters) and returns the key's length.
 func validateKey(field, key string) (int, error) {
 	if !utf8.ValidString(key) {
-		return 0, ErrInvalidInput.with("%s is not valid UTF-8", field)
+		return 0, ErrInvalidInput.WithDetail("%s is not valid UTF-8", field)
 	}
 	n := utf16Len(key)
 	if n > MaxKeyLength {
@@ -257,21 +257,21 @@ func validateKey(field, key string) (int, error) {
 // and returns the name's length.
 func validatePropertyName(name string) (int, error) {
 	if !utf8.ValidString(name) {
-		return 0, ErrPropertyNameInvalid.with("property name %q is not valid UTF-8", name)
+		return 0, ErrPropertyNameInvalid.WithDetail("property name %q is not valid UTF-8", name)
 	}
 	if name == propPartitionKey || name == propRowKey || name == propTimestamp {
-		return 0, ErrPropertyNameInvalid.with("property name %q is a system property; set it through the Entity's fields", name)
+		return 0, ErrPropertyNameInvalid.WithDetail("property name %q is a system property; set it through the Entity's fields", name)
 	}
 	n := utf16Len(name)
 	if n > MaxPropertyNameLength {
-		return 0, ErrPropertyNameTooLong.with("property name %.20q… is %d UTF-16 code units long; the limit is %d", name, n, MaxPropertyNameLength)
+		return 0, ErrPropertyNameTooLong.WithDetail("property name %.20q… is %d UTF-16 code units long; the limit is %d", name, n, MaxPropertyNameLength)
 	}
 	if name == "" {
-		return 0, ErrPropertyNameInvalid.with("property name is empty")
+		return 0, ErrPropertyNameInvalid.WithDetail("property name is empty")
 	}
 	for i, r := range name {
 		if !isIdentifierRune(r, i == 0) {
-			return 0, ErrPropertyNameInvalid.with("property name %q: %U is not allowed in a C# identifier at that position", name, r)
+			return 0, ErrPropertyNameInvalid.WithDetail("property name %q: %U is not allowed in a C# identifier at that position", name, r)
 		}
 	}
 	return n, nil
@@ -296,16 +296,16 @@ func validateValue(name string, v Property) (int, error) {
 	switch v := v.(type) {
 	case String:
 		if !utf8.ValidString(string(v)) {
-			return 0, ErrInvalidInput.with("property %q: string is not valid UTF-8", name)
+			return 0, ErrInvalidInput.WithDetail("property %q: string is not valid UTF-8", name)
 		}
 		n := utf16Len(string(v))
 		if n > MaxStringLength {
-			return 0, ErrPropertyValueTooLarge.with("property %q: string is %d UTF-16 code units long; the limit is %d", name, n, MaxStringLength)
+			return 0, ErrPropertyValueTooLarge.WithDetail("property %q: string is %d UTF-16 code units long; the limit is %d", name, n, MaxStringLength)
 		}
 		return 2*n + 4, nil // valueSize, without counting again
 	case Binary:
 		if len(v) > MaxBinaryLength {
-			return 0, ErrPropertyValueTooLarge.with("property %q: binary value is %d bytes; the limit is %d", name, len(v), MaxBinaryLength)
+			return 0, ErrPropertyValueTooLarge.WithDetail("property %q: binary value is %d bytes; the limit is %d", name, len(v), MaxBinaryLength)
 		}
 	case DateTime:
 		t := time.Time(v)
@@ -317,7 +317,7 @@ func validateValue(name string, v Property) (int, error) {
 	case Boolean, Double, Guid, Int32, Int64:
 	default:
 		// Only this package's types satisfy Property; a nil *T cannot reach here either.
-		return 0, ErrInvalidValueType.with("property %q has unsupported type %T", name, v)
+		return 0, ErrInvalidValueType.WithDetail("property %q has unsupported type %T", name, v)
 	}
 	return valueSize(v), nil
 }
@@ -363,36 +363,7 @@ func timeOfTicks(ticks int64) time.Time { return odata.TimeFromTicks(ticks) }
 // trimmed, and no fraction at all when it is zero.
 func formatTime(t time.Time) string {
 	var buf [32]byte
-	return string(appendTicks(buf[:0], ticksOf(t), ":"))
-}
-
-// appendTicks writes ticks as formatTime does, with colon between hours, minutes and
-// seconds. It is written out by hand because every returned entity's ETag needs it, and
-// time.Format followed by a replacement allocated four times.
-func appendTicks(dst []byte, ticks int64, colon string) []byte {
-	t := timeOfTicks(ticks)
-	year, month, day := t.Date()
-	hour, minute, second := t.Clock()
-	two := func(dst []byte, n int) []byte { return append(dst, byte('0'+n/10), byte('0'+n%10)) }
-	dst = two(two(dst, year/100), year%100)
-	dst = two(append(dst, '-'), int(month))
-	dst = two(append(dst, '-'), day)
-	dst = two(append(dst, 'T'), hour)
-	dst = two(append(dst, colon...), minute)
-	dst = two(append(dst, colon...), second)
-	if frac := ticks % ticksPerSecond; frac != 0 {
-		var digits [7]byte
-		for i := 6; i >= 0; i-- {
-			digits[i] = byte('0' + frac%10)
-			frac /= 10
-		}
-		n := 7
-		for digits[n-1] == '0' {
-			n--
-		}
-		dst = append(append(dst, '.'), digits[:n]...)
-	}
-	return append(dst, 'Z')
+	return string(wire.AppendTime(buf[:0], ticksOf(t)))
 }
 
 const ticksPerSecond = int64(time.Second / 100)
@@ -407,27 +378,19 @@ const AnyETag ETag = "*"
 
 func etagOf(ticks int64) ETag {
 	var buf [48]byte
-	b := append(buf[:0], `W/"datetime'`...)
-	return ETag(append(appendTicks(b, ticks, "%3A"), `'"`...)) // the one allocation
+	return ETag(wire.AppendETag(buf[:0], ticks)) // the one allocation
 }
 
 // ticks parses the Timestamp out of the ETag (accepting ':' or "%3A").
 func (e ETag) ticks() (int64, error) {
-	s, ok := strings.CutPrefix(string(e), `W/"datetime'`)
-	if ok {
-		s, ok = strings.CutSuffix(s, `'"`)
+	ticks, wellFormed, ok := wire.ETagTicks(string(e))
+	switch {
+	case !wellFormed:
+		return 0, ErrInvalidInput.WithDetail("etag %q is not of the form W/\"datetime'…'\"", string(e))
+	case !ok:
+		return 0, ErrInvalidInput.WithDetail("etag %q does not hold a valid timestamp", string(e))
 	}
-	if !ok {
-		return 0, ErrInvalidInput.with("etag %q is not of the form W/\"datetime'…'\"", string(e))
-	}
-	text, err := url.PathUnescape(s)
-	if err == nil {
-		var t time.Time
-		if t, err = time.Parse(time.RFC3339Nano, text); err == nil {
-			return ticksOf(t), nil
-		}
-	}
-	return 0, ErrInvalidInput.with("etag %q does not hold a valid timestamp", string(e))
+	return ticks, nil
 }
 
 // check reports whether e is usable as an If-Match condition.
@@ -440,24 +403,13 @@ func (e ETag) check() error {
 	if e == "" || e == AnyETag || e.IsEntityTag() {
 		return nil
 	}
-	return ErrInvalidInput.with("etag %q is neither * nor an entity tag such as W/\"datetime'…'\"", string(e))
+	return ErrInvalidInput.WithDetail("etag %q is neither * nor an entity tag such as W/\"datetime'…'\"", string(e))
 }
 
 // IsEntityTag reports whether e is an entity-tag of RFC 7232: an optional W/, then a quoted
 // string of visible characters other than '"'. It is the form If-Match takes besides *: a
 // well-formed tag that is not the current one fails a write with 412, anything else is a 400.
-func (e ETag) IsEntityTag() bool {
-	s := strings.TrimPrefix(string(e), "W/")
-	if len(s) < 2 || s[0] != '"' || s[len(s)-1] != '"' {
-		return false
-	}
-	for _, c := range []byte(s[1 : len(s)-1]) {
-		if c == '"' || c < 0x21 || c == 0x7f {
-			return false
-		}
-	}
-	return true
-}
+func (e ETag) IsEntityTag() bool { return wire.IsEntityTag(string(e)) }
 
 // matches reports whether the If-Match condition e, which passed check, accepts the version
 // written at ticks.

@@ -181,8 +181,8 @@ func TestErrorMessages(t *testing.T) {
 	require.ErrorAs(t, err, &te)
 	assert.Equal(t, "The 'Born' parameter of value '03/04/1500 05:06:07' is out of range.", te.Message)
 
-	assert.True(t, errorsIs(ErrEntityAlreadyExists.with("x"), ErrEntityAlreadyExists))
-	assert.False(t, errorsIs(ErrEntityAlreadyExists.with("x"), ErrResourceNotFound))
+	assert.True(t, errorsIs(ErrEntityAlreadyExists.WithDetail("x"), ErrEntityAlreadyExists))
+	assert.False(t, errorsIs(ErrEntityAlreadyExists.WithDetail("x"), ErrResourceNotFound))
 	assert.Equal(t, "tabula: The specified resource does not exist. (ResourceNotFound)", ErrResourceNotFound.Error())
 }
 

@@ -46,8 +46,12 @@ func (e *Error) Is(target error) bool {
 	return ok && t.Code == e.Code && (t.busy == "" || t.busy == e.busy)
 }
 
-// with returns a copy of the sentinel carrying a detail.
-func (e *Error) with(format string, args ...any) *Error {
+// WithDetail returns a copy of e whose Detail, formatted as by fmt.Sprintf, says exactly
+// what was wrong, naming the field and the limit. e itself (typically a sentinel such as
+// ErrInvalidInput) is left as it is, and the copy keeps its code, status and message, so
+// errors.Is matches it to e. It is how the engine, `tabula serve` and the remote client
+// derive every error they return from a sentinel.
+func (e *Error) WithDetail(format string, args ...any) *Error {
 	c := *e
 	c.Detail = fmt.Sprintf(format, args...)
 	return &c
@@ -56,7 +60,7 @@ func (e *Error) with(format string, args ...any) *Error {
 // withMessage returns a copy of the sentinel with the service's message for this occurrence
 // (some codes carry parameterised messages) and a detail.
 func (e *Error) withMessage(message, format string, args ...any) *Error {
-	c := e.with(format, args...)
+	c := e.WithDetail(format, args...)
 	c.Message = message
 	return c
 }
@@ -133,14 +137,14 @@ func storageError(err error) error {
 	case errors.As(err, &te) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		return err
 	case errors.Is(err, storage.ErrDiskFull):
-		return ErrDiskFull.with("%v", err)
+		return ErrDiskFull.WithDetail("%v", err)
 	case errors.Is(err, storage.ErrContention):
-		return ErrServerBusy.with("too many concurrent writers on the same entities; retry")
+		return ErrServerBusy.WithDetail("too many concurrent writers on the same entities; retry")
 	case errors.Is(err, storage.ErrTooLarge):
 		// The service would accept this; the store cannot commit it at once.
-		return ErrInternal.with("the write is too large for the store to commit at once")
+		return ErrInternal.WithDetail("the write is too large for the store to commit at once")
 	default:
-		return ErrInternal.with("%v", err)
+		return ErrInternal.WithDetail("%v", err)
 	}
 }
 
@@ -152,7 +156,7 @@ func admit(d partition.Decision, what string) error {
 	case partition.FaultNone:
 		return nil
 	case partition.FaultOperationTimedOut:
-		return ErrOperationTimedOut.with("%s: injected timeout (Options.Faults)", what)
+		return ErrOperationTimedOut.WithDetail("%s: injected timeout (Options.Faults)", what)
 	}
 	var why string
 	sentinel := ErrServerBusy

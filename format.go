@@ -75,7 +75,7 @@ func (db *DB) openFormat(dir string, logger *slog.Logger) error {
 	if found {
 		switch {
 		case recorded > formatVersion:
-			return ErrInternal.with("the data directory %sis in format version %d, newer than this build of Tabula, "+
+			return ErrInternal.WithDetail("the data directory %sis in format version %d, newer than this build of Tabula, "+
 				"which reads format versions up to %d: open it with the build that wrote it or a newer one", quoted(dir), recorded, formatVersion)
 		case recorded < formatVersion:
 			// 4 is the first version ever recorded; a later format upgrades from it here.

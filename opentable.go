@@ -84,7 +84,7 @@ func (t *Table) read(ctx context.Context, fn func(ot *openTable) error) error {
 
 func (db *DB) resolve(ctx context.Context, ns, name string) (*openTable, error) {
 	if validateTableName(name) != nil {
-		return nil, ErrTableNotFound.with("table %q does not exist", name)
+		return nil, ErrTableNotFound.WithDetail("table %q does not exist", name)
 	}
 	key := openKey(ns, name)
 	for {

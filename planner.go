@@ -85,7 +85,7 @@ func (db *DB) cacheFilter(filter string, c *compiledFilter) {
 func (db *DB) prepare(q Query) (*preparedQuery, error) {
 	top := q.Top
 	if top < 0 || top > MaxEntitiesPerPage {
-		return nil, ErrInvalidInput.with("top is %d; it must be 1 to %d", top, MaxEntitiesPerPage)
+		return nil, ErrInvalidInput.WithDetail("top is %d; it must be 1 to %d", top, MaxEntitiesPerPage)
 	}
 	if top == 0 {
 		top = MaxEntitiesPerPage
@@ -99,7 +99,7 @@ func (db *DB) prepare(q Query) (*preparedQuery, error) {
 		return nil, err
 	}
 	if db.forbidFullScans.Load() && c.plan.ServiceKind == PlanFullScan {
-		return nil, ErrFullScanForbidden.with("filter %q scans the whole table on the service; constrain PartitionKey", q.Filter)
+		return nil, ErrFullScanForbidden.WithDetail("filter %q scans the whole table on the service; constrain PartitionKey", q.Filter)
 	}
 	full := PageEndTop
 	if q.Top == 0 || q.Top == MaxEntitiesPerPage {
@@ -134,7 +134,7 @@ func selection(names []string) (func(string) bool, error) {
 	}
 	for _, n := range names {
 		if _, err := validatePropertyName(n); err != nil && n != propPartitionKey && n != propRowKey && n != propTimestamp {
-			return nil, ErrInvalidInput.with("select names %q, which is not a property name", n)
+			return nil, ErrInvalidInput.WithDetail("select names %q, which is not a property name", n)
 		}
 	}
 	return selectFilter(names)
@@ -153,7 +153,7 @@ func selectFilter(names []string) (func(string) bool, error) {
 	for _, n := range names {
 		set[n] = struct{}{}
 		if len(set) > MaxSelect {
-			return nil, ErrInvalidInput.with("select lists more than %d distinct property names", MaxSelect)
+			return nil, ErrInvalidInput.WithDetail("select lists more than %d distinct property names", MaxSelect)
 		}
 	}
 	return func(name string) bool { _, ok := set[name]; return ok }, nil

@@ -395,6 +395,29 @@ func propertyOf(v odata.Value) Property {
 	}
 }
 
+// valueOf converts a public value to the decoded form, the one the wire codec writes.
+func valueOf(p Property) odata.Value {
+	switch p := p.(type) {
+	case String:
+		return odata.StringValue(string(p))
+	case Binary:
+		return odata.BinaryValue(p)
+	case Boolean:
+		return odata.BooleanValue(bool(p))
+	case DateTime:
+		return odata.DateTimeValue(ticksOf(time.Time(p)))
+	case Double:
+		return odata.DoubleValue(float64(p))
+	case Guid:
+		return odata.GuidValue(p)
+	case Int32:
+		return odata.Int32Value(int32(p))
+	case Int64:
+		return odata.Int64Value(int64(p))
+	}
+	return odata.Value{}
+}
+
 func errCorrupt(why string) error {
-	return ErrInternal.with("stored record is corrupt: %s", why)
+	return ErrInternal.WithDetail("stored record is corrupt: %s", why)
 }

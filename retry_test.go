@@ -40,6 +40,6 @@ func TestRetry(t *testing.T) {
 	})
 	assert.ErrorIs(t, err, ErrResourceNotFound)
 	assert.Equal(t, 1, calls, "a 404 is not retried")
-	assert.True(t, IsRetryable(ErrOperationTimedOut.with("x")))
+	assert.True(t, IsRetryable(ErrOperationTimedOut.WithDetail("x")))
 	assert.False(t, IsRetryable(ErrNotImplemented))
 }

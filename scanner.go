@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tabuladb/tabula/internal/wire"
 	"github.com/tabuladb/tabula/odata"
 	"github.com/tabuladb/tabula/partition"
 	"github.com/tabuladb/tabula/storage"
@@ -178,7 +179,7 @@ func (s *scanner) scan(ctx context.Context, lower, upper []byte) (bool, error) {
 			// The range partition ends here. Like the service, name the next range's
 			// start rather than the next entity: if that range is empty, the next page is
 			// an empty page with a token.
-			s.page.Continuation = Continuation{NextPartitionKey: encodeToken(s.boundaryPK), NextRowKey: encodeToken("")}
+			s.page.Continuation = Continuation{NextPartitionKey: wire.EncodeToken(s.boundaryPK), NextRowKey: wire.EncodeToken("")}
 			s.page.End = PageEndRangeBoundary
 			return true, nil
 		}
@@ -230,7 +231,7 @@ func (s *scanner) stopAt(key []byte) error {
 	if err != nil {
 		return err
 	}
-	s.page.Continuation = Continuation{NextPartitionKey: encodeToken(pk), NextRowKey: encodeToken(rk)}
+	s.page.Continuation = Continuation{NextPartitionKey: wire.EncodeToken(pk), NextRowKey: wire.EncodeToken(rk)}
 	return nil
 }
 

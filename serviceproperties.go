@@ -25,7 +25,7 @@ func (n *Namespace) ServiceProperties(ctx context.Context) ([]byte, error) {
 // ServiceProperties) with the data, replacing the one stored before.
 func (n *Namespace) SetServiceProperties(ctx context.Context, doc []byte) error {
 	if len(doc) > maxPropertiesSize {
-		return ErrInvalidInput.with("service properties of %d bytes exceed %d", len(doc), maxPropertiesSize)
+		return ErrInvalidInput.WithDetail("service properties of %d bytes exceed %d", len(doc), maxPropertiesSize)
 	}
 	return n.db.update(ctx, func(tx *storage.Txn) error { return tx.Set(propertiesKey(n.name), doc) })
 }

@@ -186,7 +186,7 @@ func (db *DB) apply(tx *storage.Txn, id uint64, a *Action, names []string) (appl
 			return applied{}, err
 		}
 		if found {
-			return applied{}, ErrEntityAlreadyExists.with("entity (%q, %q) already exists", e.PartitionKey, e.RowKey)
+			return applied{}, ErrEntityAlreadyExists.WithDetail("entity (%q, %q) already exists", e.PartitionKey, e.RowKey)
 		}
 	case ActionDelete:
 		var ticks int64
@@ -257,7 +257,7 @@ func checkIfMatch(found bool, ticks int64, e *Entity, ifMatch ETag) error {
 		return errEntityNotFound(e.PartitionKey, e.RowKey)
 	}
 	if !ifMatch.matches(ticks) {
-		return ErrUpdateConditionNotSatisfied.with("entity (%q, %q) has ETag %s, not %s",
+		return ErrUpdateConditionNotSatisfied.WithDetail("entity (%q, %q) has ETag %s, not %s",
 			e.PartitionKey, e.RowKey, etagOf(ticks), ifMatch)
 	}
 	return nil
@@ -272,7 +272,7 @@ func validateKeys(pk, rk string) error {
 }
 
 func errEntityNotFound(pk, rk string) error {
-	return ErrResourceNotFound.with("entity (%q, %q) does not exist", pk, rk)
+	return ErrResourceNotFound.WithDetail("entity (%q, %q) does not exist", pk, rk)
 }
 
 // recordTicks reads only the Timestamp of a stored record.

@@ -1,17 +1,14 @@
 package tabula
 
 import (
-	"bytes"
 	"context"
-	"encoding/base64"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/tabuladb/tabula/internal/wire"
 	"github.com/tabuladb/tabula/partition"
 	"github.com/tabuladb/tabula/storage"
 )
@@ -124,12 +121,12 @@ func (a *Action) kind() partition.Kind {
 // returns the names of the properties it writes in byte order (nil for a Delete).
 func (a *Action) validate() ([]string, error) {
 	if (a.Kind == ActionUpdate || a.Kind == ActionUpsert) && a.Mode != Replace && a.Mode != Merge {
-		return nil, ErrInvalidInput.with("update mode %d is neither Replace nor Merge", int(a.Mode))
+		return nil, ErrInvalidInput.WithDetail("update mode %d is neither Replace nor Merge", int(a.Mode))
 	}
 	switch a.Kind {
 	case ActionInsert, ActionUpsert:
 		if a.IfMatch != "" {
-			return nil, ErrInvalidInput.with("an %s takes no IfMatch condition; use an Update for a conditional write", a.Kind)
+			return nil, ErrInvalidInput.WithDetail("an %s takes no IfMatch condition; use an Update for a conditional write", a.Kind)
 		}
 		return validateEntity(&a.Entity)
 	case ActionUpdate:
@@ -145,11 +142,11 @@ func (a *Action) validate() ([]string, error) {
 		return nil, a.IfMatch.check()
 	case ActionRetrieve:
 		if a.IfMatch != "" {
-			return nil, ErrInvalidInput.with("a Retrieve takes no IfMatch condition")
+			return nil, ErrInvalidInput.WithDetail("a Retrieve takes no IfMatch condition")
 		}
 		return nil, validateKeys(a.Entity.PartitionKey, a.Entity.RowKey)
 	}
-	return nil, ErrInvalidInput.with("action kind %d is not Insert, Update, Upsert, Delete or Retrieve", int(a.Kind))
+	return nil, ErrInvalidInput.WithDetail("action kind %d is not Insert, Update, Upsert, Delete or Retrieve", int(a.Kind))
 }
 
 // ActionResult is what one action of a successful transaction wrote.
@@ -280,10 +277,10 @@ func (t *Table) SubmitTransaction(ctx context.Context, actions []Action) ([]Acti
 // meets them: the request as a whole, then each action in turn.
 func validateTransaction(actions []Action) ([][]string, error) {
 	if len(actions) == 0 {
-		return nil, ErrInvalidInput.with("a transaction needs at least one action")
+		return nil, ErrInvalidInput.WithDetail("a transaction needs at least one action")
 	}
 	if size := TransactionPayloadSize(actions); size > MaxTransactionPayload {
-		return nil, ErrRequestBodyTooLarge.with("transaction payload is %d bytes by TransactionPayloadSize; the limit is %d",
+		return nil, ErrRequestBodyTooLarge.WithDetail("transaction payload is %d bytes by TransactionPayloadSize; the limit is %d",
 			size, MaxTransactionPayload)
 	}
 	if n := len(actions); n > MaxTransactionActions {
@@ -306,7 +303,7 @@ func validateTransaction(actions []Action) ([][]string, error) {
 				"action %d is a Retrieve; a Retrieve must be a transaction's only action", i)}
 		}
 		if a.Entity.PartitionKey != pk {
-			return nil, &TransactionError{Index: i, Err: ErrCommandsInBatchActOnDifferentPartitions.with(
+			return nil, &TransactionError{Index: i, Err: ErrCommandsInBatchActOnDifferentPartitions.WithDetail(
 				"action %d has PartitionKey %q but action 0 has %q; a transaction acts on one partition",
 				i, a.Entity.PartitionKey, pk)}
 		}
@@ -346,101 +343,11 @@ func TransactionPayloadSize(actions []Action) int {
 
 // jsonBodySize is the length of the smallest JSON body of e: {"PartitionKey":…,"RowKey":…,…}.
 func jsonBodySize(e *Entity) int {
-	size := len(`{"PartitionKey":,"RowKey":}`) + jsonStringSize(e.PartitionKey) + jsonStringSize(e.RowKey)
-	var scratch [32]byte
+	size := wire.BodySize(e.PartitionKey, e.RowKey)
 	for name, v := range e.Properties {
-		if v == nil {
-			continue // a nil value is dropped, as a client omits or nulls it
-		}
-		n, annotated := jsonValueSize(v, scratch[:0])
-		size += len(`,:`) + jsonStringSize(name) + n
-		if annotated {
-			// ,"<name>@odata.type":"Edm.X"
-			size += len(`,:`) + jsonStringSize(name) + len("@odata.type") + jsonStringSize(string(v.EdmType()))
+		if v != nil { // a nil value is dropped, as a client omits or nulls it
+			size += wire.PropertySize(name, valueOf(v))
 		}
 	}
 	return size
-}
-
-// jsonValueSize is the length of v's JSON value and whether it needs a type annotation.
-func jsonValueSize(v Property, scratch []byte) (int, bool) {
-	switch v := v.(type) {
-	case String:
-		return jsonStringSize(string(v)), false
-	case Binary:
-		return 2 + base64.StdEncoding.EncodedLen(len(v)), true
-	case Boolean:
-		if v {
-			return len("true"), false
-		}
-		return len("false"), false
-	case DateTime:
-		// "2006-01-02T15:04:05Z", plus a point and the fraction's digits without trailing zeros.
-		n := 2 + len("2006-01-02T15:04:05Z")
-		if frac := ticksOf(time.Time(v)) % ticksPerSecond; frac != 0 {
-			n += 8
-			for ; frac%10 == 0; frac /= 10 {
-				n--
-			}
-		}
-		return n, true
-	case Double:
-		f := float64(v)
-		switch {
-		case math.IsNaN(f):
-			return len(`"NaN"`), true
-		case math.IsInf(f, 1):
-			return len(`"Infinity"`), true
-		case math.IsInf(f, -1):
-			return len(`"-Infinity"`), true
-		}
-		s := strconv.AppendFloat(scratch, f, 'g', -1, 64)
-		e := bytes.IndexByte(s, 'e')
-		if e < 0 {
-			if bytes.IndexByte(s, '.') < 0 {
-				return len(s) + len(".0"), false // an integral Double is written 5.0 to stay a Double
-			}
-			return len(s), false
-		}
-		// Go writes 1e+300 and 1e-07; JSON needs only 1e300 and 1e-7.
-		mantissa, exp := s[:e], s[e+1:]
-		n := len(mantissa) + len("e") + len(bytes.TrimLeft(exp, "+-0"))
-		if exp[0] == '-' {
-			n++
-		}
-		return n, false
-	case Guid:
-		return 2 + 36, true
-	case Int32:
-		return len(strconv.AppendInt(scratch, int64(v), 10)), false
-	case Int64:
-		return 2 + len(strconv.AppendInt(scratch, int64(v), 10)), true
-	}
-	return 0, false
-}
-
-// jsonStringSize is the length of s as a JSON string with only the escapes JSON requires:
-// the quotes, \" and \\, two-character escapes for \b \f \n \r \t and \u00XX for other
-// control characters.
-func jsonStringSize(s string) int {
-	n, i, b := 2+len(s), 0, stringBytes(s)
-	// Skip eight bytes at a time while none needs an escape: no byte below 0x20 (the
-	// subtraction borrows into a high bit only there, for bytes below 0x80), '"' or '\\'.
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	for ; i+8 <= len(b); i += 8 {
-		w := binary.LittleEndian.Uint64(b[i:])
-		quote, backslash := w^(ones*'"'), w^(ones*'\\')
-		if ((w-ones*0x20)|(quote-ones)|(backslash-ones))&^w&highs != 0 {
-			break
-		}
-	}
-	for ; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t':
-			n++
-		case c < 0x20:
-			n += 5
-		}
-	}
-	return n
 }

@@ -507,37 +507,6 @@ func TestTransactionBank(t *testing.T) {
 	t.Logf("%d transfers, %d retries, %d consistent reads", workers*transfers, retries.Load(), reads.Load())
 }
 
-// The word-at-a-time scan in jsonStringSize agrees with a byte-by-byte count.
-func TestJSONStringSizeAgreesWithSlowCount(t *testing.T) {
-	slow := func(s string) int {
-		n := 2
-		for i := 0; i < len(s); i++ {
-			switch c := s[i]; {
-			case c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t':
-				n += 2
-			case c < 0x20:
-				n += 6
-			default:
-				n++
-			}
-		}
-		return n
-	}
-	r := rand.New(rand.NewPCG(5, 6))
-	alphabet := []byte("ab\"\\\x00\x1f\x20\x7f\x80\xff\n!#~")
-	for range 20_000 {
-		b := make([]byte, r.IntN(40))
-		for i := range b {
-			if r.IntN(8) == 0 {
-				b[i] = alphabet[r.IntN(len(alphabet))]
-			} else {
-				b[i] = byte('a' + r.IntN(26))
-			}
-		}
-		require.Equal(t, slow(string(b)), jsonStringSize(string(b)), "%q", b)
-	}
-}
-
 func TestRetrieveAction(t *testing.T) {
 	ctx := context.Background()
 	db := openStore(t, nil)

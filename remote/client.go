@@ -45,7 +45,7 @@ func Dial(connectionString string, opts *Options) (*Client, error) {
 	}
 	svc, err := aztables.NewServiceClientFromConnectionString(connectionString, clientOptions(opts))
 	if err != nil {
-		return nil, withDetail(tabula.ErrInvalidInput, "connection string: %v", err)
+		return nil, tabula.ErrInvalidInput.WithDetail("connection string: %v", err)
 	}
 	return &Client{svc: svc}, nil
 }
@@ -74,7 +74,7 @@ func sasEndpoint(connectionString string) (endpoint, sas string, ok bool) {
 func DialSAS(serviceURL string, opts *Options) (*Client, error) {
 	svc, err := aztables.NewServiceClientWithNoCredential(serviceURL, clientOptions(opts))
 	if err != nil {
-		return nil, withDetail(tabula.ErrInvalidInput, "service URL: %v", err)
+		return nil, tabula.ErrInvalidInput.WithDetail("service URL: %v", err)
 	}
 	return &Client{svc: svc}, nil
 }
@@ -85,7 +85,7 @@ func DialSAS(serviceURL string, opts *Options) (*Client, error) {
 func DialToken(serviceURL string, cred azcore.TokenCredential, opts *Options) (*Client, error) {
 	svc, err := aztables.NewServiceClient(serviceURL, cred, clientOptions(opts))
 	if err != nil {
-		return nil, withDetail(tabula.ErrInvalidInput, "service URL: %v", err)
+		return nil, tabula.ErrInvalidInput.WithDetail("service URL: %v", err)
 	}
 	return &Client{svc: svc}, nil
 }

@@ -1,21 +1,17 @@
 package remote
 
 import (
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
-	"math"
-	"net/url"
-	"strconv"
-	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/tabuladb/tabula"
-	"github.com/tabuladb/tabula/server"
+	"github.com/tabuladb/tabula/internal/wire"
+	"github.com/tabuladb/tabula/odata"
 )
 
-const annotation = "@odata.type"
+// The JSON of entities is the wire codec's (internal/wire); this file is the edge where a
+// tabula.Entity becomes a wire.Entity and back.
 
 // encodeEntity writes e as the JSON body the SDK takes. Every Double is annotated: the SDK
 // re-encodes bodies through map[string]any, where 5.0 becomes 5, which the service would
@@ -30,108 +26,105 @@ func encodeEntity(e *tabula.Entity) ([]byte, error) {
 	if err := checkKeys(e.PartitionKey, e.RowKey); err != nil {
 		return nil, err
 	}
-	m := make(map[string]any, 2+2*len(e.Properties))
+	we := wire.Entity{PartitionKey: e.PartitionKey, RowKey: e.RowKey, Properties: make([]wire.Property, 0, len(e.Properties))}
 	for name, v := range e.Properties {
 		if v == nil {
 			continue // dropped, as the engine drops a nil value
 		}
 		if !utf8.ValidString(name) {
-			return nil, withDetail(tabula.ErrPropertyNameInvalid, "property name %q is not valid UTF-8", name)
+			return nil, tabula.ErrPropertyNameInvalid.WithDetail("property name %q is not valid UTF-8", name)
 		}
 		switch name {
 		case "PartitionKey", "RowKey", "Timestamp":
-			return nil, withDetail(tabula.ErrPropertyNameInvalid, "property name %q is a system property; set it through the Entity's fields", name)
+			return nil, tabula.ErrPropertyNameInvalid.WithDetail("property name %q is a system property; set it through the Entity's fields", name)
 		}
-		value, typ, err := jsonValue(name, v)
+		value, err := wireValue(name, v)
 		if err != nil {
 			return nil, err
 		}
-		m[name] = value
-		if typ != "" {
-			m[name+annotation] = string(typ)
-		}
+		we.Properties = append(we.Properties, wire.Property{Name: name, Value: value})
 	}
-	m["PartitionKey"], m["RowKey"] = e.PartitionKey, e.RowKey
-	b, err := json.Marshal(m)
-	if err != nil {
-		return nil, fmt.Errorf("tabula/remote: encoding entity: %w", err)
-	}
-	return b, nil
+	return wire.AppendBody(nil, &we, true), nil
 }
 
 func checkKeys(pk, rk string) error {
 	if !utf8.ValidString(pk) {
-		return withDetail(tabula.ErrInvalidInput, "PartitionKey is not valid UTF-8")
+		return tabula.ErrInvalidInput.WithDetail("PartitionKey is not valid UTF-8")
 	}
 	if !utf8.ValidString(rk) {
-		return withDetail(tabula.ErrInvalidInput, "RowKey is not valid UTF-8")
+		return tabula.ErrInvalidInput.WithDetail("RowKey is not valid UTF-8")
 	}
 	return nil
 }
 
-// jsonValue is v as a JSON value and the annotation it needs (empty for none).
-func jsonValue(name string, v tabula.Property) (any, tabula.EdmType, error) {
+// wireValue is v as the wire codec's value. Text that is not valid UTF-8 is refused, as
+// the engine refuses it (JSON would silently turn it into U+FFFD).
+func wireValue(name string, v tabula.Property) (odata.Value, error) {
 	switch v := v.(type) {
 	case tabula.String:
 		if !utf8.ValidString(string(v)) {
-			return nil, "", withDetail(tabula.ErrInvalidInput, "property %q: string is not valid UTF-8", name)
+			return odata.Value{}, tabula.ErrInvalidInput.WithDetail("property %q: string is not valid UTF-8", name)
 		}
-		return string(v), "", nil
+		return odata.StringValue(string(v)), nil
 	case tabula.Int32:
-		return int32(v), "", nil
+		return odata.Int32Value(int32(v)), nil
 	case tabula.Boolean:
-		return bool(v), "", nil
+		return odata.BooleanValue(bool(v)), nil
 	case tabula.Int64:
-		return strconv.FormatInt(int64(v), 10), tabula.EdmInt64, nil
+		return odata.Int64Value(int64(v)), nil
 	case tabula.Double:
-		f := float64(v)
-		switch {
-		case math.IsNaN(f):
-			return "NaN", tabula.EdmDouble, nil
-		case math.IsInf(f, 1):
-			return "Infinity", tabula.EdmDouble, nil
-		case math.IsInf(f, -1):
-			return "-Infinity", tabula.EdmDouble, nil
-		}
-		return f, tabula.EdmDouble, nil
+		return odata.DoubleValue(float64(v)), nil
 	case tabula.DateTime:
-		return v.String(), tabula.EdmDateTime, nil
+		return odata.DateTimeValue(odata.TicksFromTime(time.Time(v))), nil
 	case tabula.Guid:
-		return v.String(), tabula.EdmGuid, nil
+		return odata.GuidValue(v), nil
 	case tabula.Binary:
-		return base64.StdEncoding.EncodeToString(v), tabula.EdmBinary, nil
+		return odata.BinaryValue(v), nil
 	}
-	return nil, "", withDetail(tabula.ErrInvalidValueType, "property %q has type %T, which is not a Tabula property type", name, v)
+	return odata.Value{}, tabula.ErrInvalidValueType.WithDetail("property %q has type %T, which is not a Tabula property type", name, v)
 }
 
 // decodeEntity reads an entity of a response, with the types its annotations and JSON
 // values give, as `tabula serve` itself reads them.
 func decodeEntity(raw []byte) (tabula.Entity, error) {
-	e, err := server.DecodeEntity(raw)
+	we, err := wire.DecodeEntity(raw, wire.KeysFromResponse)
 	if err != nil {
 		return tabula.Entity{}, fmt.Errorf("tabula/remote: the service's entity is unreadable: %w", err)
 	}
+	e := tabula.Entity{PartitionKey: we.PartitionKey, RowKey: we.RowKey, Timestamp: we.Timestamp,
+		ETag: tabula.ETag(we.ETag), Properties: make(tabula.Properties, len(we.Properties))}
+	for _, p := range we.Properties {
+		e.Properties[p.Name] = property(p.Value)
+	}
 	return e, nil
+}
+
+// property is a wire value as the engine's type.
+func property(v odata.Value) tabula.Property {
+	switch v.Type {
+	case odata.String:
+		return tabula.String(v.Str)
+	case odata.Binary:
+		return tabula.Binary(v.Bytes)
+	case odata.Boolean:
+		return tabula.Boolean(v.Int != 0)
+	case odata.DateTime:
+		return tabula.DateTime(odata.TimeFromTicks(v.Int))
+	case odata.Double:
+		return tabula.Double(v.Float)
+	case odata.Guid:
+		return tabula.Guid(v.Guid)
+	case odata.Int32:
+		return tabula.Int32(v.Int)
+	case odata.Int64:
+		return tabula.Int64(v.Int)
+	}
+	return nil
 }
 
 // etagTime reads the Timestamp out of an ETag, W/"datetime'2022-03-01T20%3A40%3A24.4317535Z'"
 // as the service writes it; the zero time when it is not of that form.
 func etagTime(etag tabula.ETag) time.Time {
-	s, ok := strings.CutPrefix(string(etag), `W/"datetime'`)
-	if !ok {
-		return time.Time{}
-	}
-	s, ok = strings.CutSuffix(s, `'"`)
-	if !ok {
-		return time.Time{}
-	}
-	text, err := url.PathUnescape(s)
-	if err != nil {
-		return time.Time{}
-	}
-	t, err := time.Parse(time.RFC3339Nano, text)
-	if err != nil {
-		return time.Time{}
-	}
-	return t.UTC()
+	t, _, _ := wire.ETagTime(string(etag))
+	return t
 }

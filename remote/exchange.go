@@ -172,10 +172,3 @@ func parseODataError(body []byte) (code, message string) {
 	message, _, _ = strings.Cut(doc.Error.Message.Value, "\nRequestId:")
 	return doc.Error.Code, message
 }
-
-// withDetail copies a sentinel and says exactly what was wrong, as the engine's errors do.
-func withDetail(s *tabula.Error, format string, args ...any) *tabula.Error {
-	e := *s
-	e.Detail = fmt.Sprintf(format, args...)
-	return &e
-}

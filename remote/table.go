@@ -132,7 +132,7 @@ func updateMode(mode tabula.UpdateMode) (aztables.UpdateMode, error) {
 	case tabula.Merge:
 		return aztables.UpdateModeMerge, nil
 	}
-	return "", withDetail(tabula.ErrInvalidInput, "update mode %d is neither Replace nor Merge", int(mode))
+	return "", tabula.ErrInvalidInput.WithDetail("update mode %d is neither Replace nor Merge", int(mode))
 }
 
 // condition is the If-Match header for ifMatch: an empty ETag means any version, as in the

@@ -30,7 +30,7 @@ import (
 // send, and text that is not valid UTF-8.
 func (t *Table) SubmitTransaction(ctx context.Context, actions []tabula.Action) ([]tabula.ActionResult, error) {
 	if len(actions) == 0 {
-		return nil, withDetail(tabula.ErrInvalidInput, "a transaction needs at least one action")
+		return nil, tabula.ErrInvalidInput.WithDetail("a transaction needs at least one action")
 	}
 	batch := make([]aztables.TransactionAction, len(actions))
 	for i := range actions {
@@ -62,17 +62,17 @@ func transactionAction(a *tabula.Action) (aztables.TransactionAction, error) {
 	switch a.Kind {
 	case tabula.ActionInsert, tabula.ActionUpsert:
 		if a.IfMatch != "" {
-			return ta, withDetail(tabula.ErrInvalidInput, "an %s takes no IfMatch condition; use an Update for a conditional write", a.Kind)
+			return ta, tabula.ErrInvalidInput.WithDetail("an %s takes no IfMatch condition; use an Update for a conditional write", a.Kind)
 		}
 	case tabula.ActionUpdate, tabula.ActionDelete:
 		cond := condition(a.IfMatch)
 		ta.IfMatch = &cond
 	default:
 		if strings.HasPrefix(a.Kind.String(), "ActionKind(") {
-			return ta, withDetail(tabula.ErrInvalidInput, "action kind %d is not Insert, Update, Upsert or Delete", int(a.Kind))
+			return ta, tabula.ErrInvalidInput.WithDetail("action kind %d is not Insert, Update, Upsert or Delete", int(a.Kind))
 		}
 		// A kind the engine knows and this client does not (added to package tabula later).
-		return ta, withDetail(tabula.ErrNotImplemented, "a %s action cannot be sent to a remote service by this client", a.Kind)
+		return ta, tabula.ErrNotImplemented.WithDetail("a %s action cannot be sent to a remote service by this client", a.Kind)
 	}
 	if a.Kind == tabula.ActionUpdate || a.Kind == tabula.ActionUpsert {
 		if _, err := updateMode(a.Mode); err != nil {

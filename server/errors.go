@@ -81,19 +81,17 @@ func svcError(code string, status int, message string) *tabula.Error {
 	return &tabula.Error{Code: code, StatusCode: status, Message: message}
 }
 
-// withDetail copies a sentinel and records what exactly was wrong; the detail goes to the
+// withDetail is e.WithDetail for a detail written out already; the detail goes to the
 // X-Tabula-Error-Detail header, never into the service's message.
 func withDetail(e *tabula.Error, detail string) *tabula.Error {
-	c := *e
-	c.Detail = detail
-	return &c
+	return e.WithDetail("%s", detail)
 }
 
-// withMessage copies a sentinel with the service's message for this occurrence.
+// withMessage is withDetail with the service's message for this occurrence.
 func withMessage(e *tabula.Error, message, detail string) *tabula.Error {
-	c := *e
-	c.Message, c.Detail = message, detail
-	return &c
+	c := e.WithDetail("%s", detail)
+	c.Message = message
+	return c
 }
 
 func invalidInput(message, detail string) *tabula.Error {
