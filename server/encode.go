@@ -95,33 +95,34 @@ func (w *entityWriter) appendEntities(ctx context.Context, b []byte, entities []
 func appendWireProperties(ps []wire.Property, props tabula.Properties) []wire.Property {
 	for name, v := range props {
 		if v != nil {
-			ps = append(ps, wire.Property{Name: name, Value: wireValue(v)})
+			ps = append(ps, wire.Property{Name: name})
+			setWireValue(&ps[len(ps)-1].Value, v)
 		}
 	}
 	return ps
 }
 
-// wireValue is v as the wire codec's value.
-func wireValue(v tabula.Property) odata.Value {
+// setWireValue sets *w, a zero Value, to v as the wire codec's value (left zero, null,
+// for a type that is not one of the eight).
+func setWireValue(w *odata.Value, v tabula.Property) {
 	switch v := v.(type) {
 	case tabula.String:
-		return odata.StringValue(string(v))
+		w.Type, w.Str = odata.String, string(v)
 	case tabula.Int32:
-		return odata.Int32Value(int32(v))
+		w.Type, w.Int = odata.Int32, int64(v)
 	case tabula.Int64:
-		return odata.Int64Value(int64(v))
+		w.Type, w.Int = odata.Int64, int64(v)
 	case tabula.Double:
-		return odata.DoubleValue(float64(v))
+		w.Type, w.Float = odata.Double, float64(v)
 	case tabula.Boolean:
-		return odata.BooleanValue(bool(v))
+		*w = odata.BooleanValue(bool(v))
 	case tabula.DateTime:
-		return odata.DateTimeValue(odata.TicksFromTime(time.Time(v)))
+		w.Type, w.Int = odata.DateTime, odata.TicksFromTime(time.Time(v))
 	case tabula.Guid:
-		return odata.GuidValue(v)
+		w.Type, w.Guid = odata.Guid, v
 	case tabula.Binary:
-		return odata.BinaryValue(v)
+		w.Type, w.Bytes = odata.Binary, v
 	}
-	return odata.Value{} // null
 }
 
 // formatDate is the HTTP Date header, as the service sends it.

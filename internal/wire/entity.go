@@ -20,8 +20,9 @@ type Entity struct {
 	Timestamp time.Time
 	// ETag is written as odata.etag and read from a response's odata.etag.
 	ETag string
-	// Properties are the entity's other properties; the writers put them in name order in
-	// place. A Value of no type (the zero Value) is written as null.
+	// Properties are the entity's other properties, in any order; the writers write them in
+	// name order (sorting many of them in place). A Value of no type (the zero Value) is
+	// written as null.
 	Properties []Property
 }
 
@@ -34,10 +35,40 @@ type Property struct {
 // annotationSuffix ends the name of a member that gives another member's EDM type.
 const annotationSuffix = "@odata.type"
 
-// sortProperties puts properties in name order, the order the service writes them in.
-func sortProperties(ps []Property) {
-	slices.SortFunc(ps, func(a, b Property) int { return strings.Compare(a.Name, b.Name) })
+// byName returns the positions of ps in name order, the order the service writes
+// properties in, in ord's array, by an insertion sort of positions: an entity most often has
+// a few properties, and sorting them in place would move whole Values. More than fit in ord
+// are sorted in place instead, and the order is then the identity, nil.
+func byName(ps []Property, ord []uint8) []uint8 {
+	if len(ps) > cap(ord) {
+		slices.SortFunc(ps, func(a, b Property) int { return strings.Compare(a.Name, b.Name) })
+		return nil
+	}
+	ord = ord[:len(ps)]
+	for i := range ord {
+		ord[i] = uint8(i)
+	}
+	for i := 1; i < len(ord); i++ {
+		k := ord[i]
+		name, j := ps[k].Name, i
+		for ; j > 0 && name < ps[ord[j-1]].Name; j-- {
+			ord[j] = ord[j-1]
+		}
+		ord[j] = k
+	}
+	return ord
 }
+
+// at is the position of the i-th property in the order byName returned.
+func at(ord []uint8, i int) int {
+	if ord == nil {
+		return i
+	}
+	return int(ord[i])
+}
+
+// fewProperties is how many properties byName orders without moving them.
+const fewProperties = 32
 
 // AppendBody writes e as the body of an insert or update: the keys, then the properties in
 // name order, each annotated only where the service needs the annotation to know its type
@@ -50,13 +81,15 @@ func AppendBody(b []byte, e *Entity, doubles bool) []byte {
 	if doubles {
 		a = annotateDoubles
 	}
-	sortProperties(e.Properties)
+	var buf [fewProperties]uint8
+	ord := byName(e.Properties, buf[:0])
 	b = append(b, `{"PartitionKey":`...)
 	b = AppendString(b, e.PartitionKey)
 	b = append(b, `,"RowKey":`...)
 	b = AppendString(b, e.RowKey)
-	for _, p := range e.Properties {
-		b = appendProperty(b, true, p.Name, p.Value, a)
+	for i := range e.Properties {
+		p := &e.Properties[at(ord, i)]
+		b = appendProperty(b, true, p.Name, &p.Value, a)
 	}
 	return append(b, '}')
 }
@@ -122,8 +155,7 @@ func (w *Writer) annotate() annotate {
 	return annotateNeeded
 }
 
-// AppendEntity writes one entity object, putting e.Properties in name order in place. A
-// single entity (not an element of a feed) starts with odata.metadata.
+// AppendEntity writes one entity object, its properties in name order. A single entity (not an element of a feed) starts with odata.metadata.
 func (w *Writer) AppendEntity(b []byte, e *Entity, single bool) []byte {
 	if !w.ready {
 		for _, name := range w.Selected {
@@ -185,20 +217,23 @@ func (w *Writer) AppendEntity(b []byte, e *Entity, single bool) []byte {
 			b = AppendString(b, typeDateTime)
 		}
 		field("Timestamp")
-		b = AppendValue(b, odata.DateTimeValue(odata.TicksFromTime(e.Timestamp)))
+		b = AppendTime(append(b, '"'), odata.TicksFromTime(e.Timestamp))
+		b = append(b, '"')
 	}
 	// The properties and the selected ones the entity lacks, merged in name order.
-	sortProperties(e.Properties)
-	a, props, absent := w.annotate(), e.Properties, w.absent
-	for len(props) > 0 || len(absent) > 0 {
-		if len(absent) == 0 || len(props) > 0 && props[0].Name <= absent[0] {
-			if len(absent) > 0 && props[0].Name == absent[0] {
+	var buf [fewProperties]uint8
+	ord := byName(e.Properties, buf[:0])
+	a, absent := w.annotate(), w.absent
+	for i := 0; i < len(e.Properties) || len(absent) > 0; {
+		if len(absent) == 0 || i < len(e.Properties) && e.Properties[at(ord, i)].Name <= absent[0] {
+			p := &e.Properties[at(ord, i)]
+			if len(absent) > 0 && p.Name == absent[0] {
 				absent = absent[1:]
 			}
-			b = appendProperty(b, !first, props[0].Name, props[0].Value, a)
-			props = props[1:]
+			b = appendProperty(b, !first, p.Name, &p.Value, a)
+			i++
 		} else {
-			b = appendProperty(b, !first, absent[0], odata.Value{}, a)
+			b = appendProperty(b, !first, absent[0], &odata.Value{}, a)
 			absent = absent[1:]
 		}
 		first = false
@@ -208,7 +243,7 @@ func (w *Writer) AppendEntity(b []byte, e *Entity, single bool) []byte {
 
 // appendProperty writes one property (a Value of no type as null), preceded by its type
 // annotation where a calls for one.
-func appendProperty(b []byte, comma bool, name string, v odata.Value, a annotate) []byte {
+func appendProperty(b []byte, comma bool, name string, v *odata.Value, a annotate) []byte {
 	if comma {
 		b = append(b, ',')
 	}
@@ -220,7 +255,7 @@ func appendProperty(b []byte, comma bool, name string, v odata.Value, a annotate
 	}
 	b = AppendString(b, name)
 	b = append(b, ':')
-	return AppendValue(b, v)
+	return appendValue(b, v)
 }
 
 // Keys says where an operation takes the entity's keys from.

@@ -21,7 +21,9 @@ const ticksPerSecond = 10_000_000
 // digits, non-finite Doubles as "NaN", "Infinity" and "-Infinity", DateTime as its ISO 8601
 // text, Guid in lower-case 8-4-4-4-12 form, Binary in padded base64. A Value of no type
 // (the zero Value) is null.
-func AppendValue(b []byte, v odata.Value) []byte {
+func AppendValue(b []byte, v odata.Value) []byte { return appendValue(b, &v) }
+
+func appendValue(b []byte, v *odata.Value) []byte {
 	switch v.Type {
 	case odata.String:
 		return AppendString(b, v.Str)
@@ -129,7 +131,7 @@ func appendTicks(dst []byte, ticks int64, colon string) []byte {
 // and minimal metadata annotate only the types JSON cannot carry (Int64, DateTime, Guid,
 // Binary, non-finite Doubles), doubles also every Double, full metadata every type but
 // String.
-func needsAnnotation(v odata.Value, a annotate) bool {
+func needsAnnotation(v *odata.Value, a annotate) bool {
 	switch v.Type {
 	case odata.String:
 		return false
