@@ -103,3 +103,14 @@ func ExampleError() {
 	fmt.Println(err)
 	// Output: tabula: PartitionKey "Action/Adventure" contains U+002F, which keys may not contain (OutOfRangeInput)
 }
+
+// A fake or a wrapper of a table answers with the service's errors by deriving them from
+// the sentinels, so callers' errors.Is checks hold.
+func ExampleError_WithDetail() {
+	err := tabula.ErrEntityTooLarge.WithDetail("entity %q is %d bytes", "Heat", 2<<20)
+	fmt.Println(err)
+	fmt.Println(errors.Is(err, tabula.ErrEntityTooLarge), err.StatusCode, tabula.ErrEntityTooLarge.Detail == "")
+	// Output:
+	// tabula: entity "Heat" is 2097152 bytes (EntityTooLarge)
+	// true 400 true
+}
