@@ -58,6 +58,11 @@ func FuzzDecodeEntity(f *testing.F) {
 			if perr != nil {
 				t.Fatalf("DecodeEntity(%q) read what ParseObject refuses: %v", data, perr)
 			}
+			if slices.ContainsFunc(e.Properties, func(p Property) bool { return p.Name == "" }) {
+				// The engine refuses an empty name (PropertyNameInvalid), so no entity
+				// written has one; its annotation would read as a property "@odata.type".
+				continue
+			}
 			// What is read is written back the same, by a client and at every level.
 			for _, doubles := range []bool{false, true} {
 				body := AppendBody(nil, &e, doubles)
@@ -212,7 +217,8 @@ func FuzzKeyPredicate(f *testing.F) {
 				t.Fatalf("StringSize(%q) = %d, but AppendString writes %s", s, StringSize(s), b)
 			}
 			var back string
-			if err := json.Unmarshal(b, &back); err != nil || strings.ToValidUTF8(s, "\uFFFD") != back {
+			// encoding/json reads each byte that is not UTF-8 as U+FFFD, as []rune does.
+			if err := json.Unmarshal(b, &back); err != nil || string([]rune(s)) != back {
 				t.Fatalf("AppendString(%q) = %s, which encoding/json reads as %q, %v", s, b, back, err)
 			}
 		}
