@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tabuladb/tabula/internal/keyorder"
 )
 
 // Account is the simulated service the root package holds per DB: the limits,
@@ -208,10 +210,10 @@ func (a *Account) tableList() []*Table {
 	}
 	a.mu.RUnlock()
 	slices.SortFunc(ts, func(x, y *Table) int {
-		if c := compareKeys(x.name, y.name); c != 0 {
+		if c := keyorder.Compare(x.name, y.name); c != 0 {
 			return c
 		}
-		return compareKeys(x.account, y.account)
+		return keyorder.Compare(x.account, y.account)
 	})
 	return ts
 }

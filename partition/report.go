@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tabuladb/tabula/internal/keyorder"
 )
 
 // RangeInfo describes one range partition: the PartitionKeys [Low, High).
@@ -135,7 +137,7 @@ func sortKeyInfos(ks []KeyInfo) {
 		if c := cmp.Compare(y.Throttled, x.Throttled); c != 0 {
 			return c
 		}
-		return compareKeys(x.PartitionKey, y.PartitionKey)
+		return keyorder.Compare(x.PartitionKey, y.PartitionKey)
 	})
 }
 

@@ -5,6 +5,8 @@ import (
 	"sync"
 
 	"github.com/google/btree"
+
+	"github.com/tabuladb/tabula/internal/keyorder"
 )
 
 // Table is one table's range partitions, their statistics and its
@@ -39,7 +41,7 @@ func newTable(a *Account, account, name string, bucket *sharedBucket) *Table {
 		account:    account,
 		acct:       a,
 		acctBucket: bucket,
-		tree:       btree.NewG(16, func(x, y *rangePart) bool { return lessKey(x.low, y.low) }),
+		tree:       btree.NewG(16, func(x, y *rangePart) bool { return keyorder.Compare(x.low, y.low) < 0 }),
 		first:      newRange("", now),
 		pivot:      &rangePart{},
 		rng:        newTableRand(a.seed, name),
