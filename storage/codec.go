@@ -25,8 +25,8 @@ const (
 	endByte    = 0x02 // 0x00 0x02 sorts after every continuation of a part
 )
 
-// ErrBadKey reports an encoded key that no sequence of AppendPart calls could have produced.
-var ErrBadKey = errors.New("storage: malformed key")
+// errBadKey reports an encoded key that no sequence of AppendPart calls could have produced.
+var errBadKey = errors.New("storage: malformed key")
 
 // AppendPart appends s, encoded to sort in UTF-16 code-unit order, to dst. It writes no
 // separator; use AppendSeparator between parts.
@@ -77,7 +77,7 @@ func CutPart(b []byte) (encoded, rest []byte, last bool, err error) {
 			continue
 		}
 		if i+1 == len(b) {
-			return nil, nil, false, ErrBadKey
+			return nil, nil, false, errBadKey
 		}
 		switch b[i+1] {
 		case nulByte:
@@ -85,7 +85,7 @@ func CutPart(b []byte) (encoded, rest []byte, last bool, err error) {
 		case sepByte:
 			return b[:i], b[i+2:], false, nil
 		default:
-			return nil, nil, false, ErrBadKey
+			return nil, nil, false, errBadKey
 		}
 	}
 	return b, nil, true, nil
