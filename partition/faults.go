@@ -65,8 +65,8 @@ type Decision struct {
 	Cause Cause
 }
 
-// OK reports whether the operation may proceed.
-func (d Decision) OK() bool { return d.Fault == FaultNone }
+// ok reports whether the operation may proceed.
+func (d Decision) ok() bool { return d.Fault == FaultNone }
 
 // Message is the service's error message for the decision ("" when OK).
 // The account limit has its own ServerBusy message; every other ServerBusy

@@ -183,15 +183,15 @@ func (r *rangePart) record(t *Table, key string, n int64, throttled bool, now in
 	if n <= 0 {
 		return
 	}
-	w := t.acct.bal.window
+	w := t.svc.bal.window
 	r.offered += n
 	r.load.add(now, w, float64(n))
 	r.lastActive = now
-	if t.acct.bal.disabled {
+	if t.svc.bal.disabled {
 		return
 	}
 	r.rollSamples(now / w)
-	r.loadCur.add(sample{key: key, n: n}, t.acct.bal.sampleSize, t.rng)
+	r.loadCur.add(sample{key: key, n: n}, t.svc.bal.sampleSize, t.rng)
 }
 
 // rollSamples keeps the load samples on the same slots as the rate counter,
@@ -303,7 +303,7 @@ func (t *Table) splitRange(r *rangePart, key string, f float64, now int64) *rang
 	r.hot, r.cold = false, false
 	right.lastActive = r.lastActive
 
-	if fs := t.acct.faults.Load(); fs != nil && fs.cfg.OfflineOnSplit {
+	if fs := t.svc.faults.Load(); fs != nil && fs.cfg.OfflineOnSplit {
 		r.offlineUntil = now + fs.offlineFor
 		right.offlineUntil = r.offlineUntil
 	}
@@ -314,7 +314,7 @@ func (t *Table) splitRange(r *rangePart, key string, f float64, now int64) *rang
 
 // mergeRanges folds right, the next range after left, into left.
 func (t *Table) mergeRanges(left, right *rangePart, now int64) {
-	b := &t.acct.bal
+	b := &t.svc.bal
 	left.cold, left.coldSince = true, max(left.coldStart(b.window), right.coldStart(b.window))
 	left.hot = false
 	left.entities += right.entities

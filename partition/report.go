@@ -47,7 +47,7 @@ type KeyInfo struct {
 // TableReport is one table's part of a Report.
 type TableReport struct {
 	Name string
-	// Account is the account the table belongs to ("" for Account.Table's).
+	// Account is the storage account the table belongs to ("" for the default one).
 	Account         string
 	Entities, Bytes int64
 	Rate            float64
@@ -88,25 +88,25 @@ type Report struct {
 	Tables []TableReport
 }
 
-// Report takes a heat report of the account now.
-func (a *Account) Report() Report {
-	at := a.now()
+// Report takes a heat report of the service now.
+func (svc *Service) Report() Report {
+	at := svc.now()
 	now := at.UnixNano()
-	kl := a.keyLimit.Load()
+	kl := svc.keyLimit.Load()
 	rep := Report{
 		At:                 at,
-		Mode:               a.LimitMode(),
+		Mode:               svc.limitMode(),
 		PartitionRate:      kl.rate,
-		AccountRate:        a.acctLimit.Load().rate,
-		ThrottledPartition: a.throttledPartition.Load(),
-		ThrottledAccount:   a.throttledAccount.Load(),
+		AccountRate:        svc.acctLimit.Load().rate,
+		ThrottledPartition: svc.throttledPartition.Load(),
+		ThrottledAccount:   svc.throttledAccount.Load(),
 	}
-	a.history.fill(&rep, now)
+	svc.history.fill(&rep, now)
 	hotRate := kl.rate / 2
 	if !kl.enabled {
-		hotRate = a.bal.splitAbove / 2
+		hotRate = svc.bal.splitAbove / 2
 	}
-	for _, t := range a.tableList() {
+	for _, t := range svc.tableList() {
 		t.mu.Lock()
 		tr := TableReport{Name: t.name, Account: t.account, Ranges: t.rangeInfos(now), Splits: t.splits, Merges: t.merges}
 		t.mu.Unlock()
