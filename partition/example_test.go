@@ -1,8 +1,6 @@
 package partition_test
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -38,30 +36,6 @@ func ExampleTable_Admit() {
 	// admitted per second: 2199
 	// refused: 8001
 	// hot key: customer-42
-}
-
-// The backoff of "Design a scalable partitioning strategy for Azure Table storage" with its sample
-// values, a fixed draw and a sleep that only records: delays of 27 s, then 75 s, then the 90 s cap.
-func ExampleRetry() {
-	var waited []time.Duration
-	policy := partition.Backoff{
-		Base: 30 * time.Second, Min: 3 * time.Second, Max: 90 * time.Second,
-		Rand: func() float64 { return 0 },
-		Sleep: func(ctx context.Context, d time.Duration) error {
-			waited = append(waited, d)
-			return ctx.Err()
-		},
-	}
-	errBusy := errors.New("ServerBusy")
-	calls := 0
-	err := partition.Retry(context.Background(), policy, func() error {
-		if calls++; calls < 4 {
-			return errBusy
-		}
-		return nil
-	}, func(err error) bool { return errors.Is(err, errBusy) })
-	fmt.Println(err, calls, waited)
-	// Output: <nil> 4 [27s 1m15s 1m30s]
 }
 
 // Each storage account has its own account target: a burst that exhausts one account's
