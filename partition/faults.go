@@ -59,7 +59,8 @@ func (c Cause) String() string {
 	return "cause(?)"
 }
 
-// Decision is the answer to an admission: two bytes, returned by value.
+// Decision is the answer to an admission (Table.Admit, Service.AdmitTableOp), for the root
+// package, which turns a refusal into the service's error: two bytes, returned by value.
 type Decision struct {
 	Fault FaultKind
 	Cause Cause
