@@ -95,7 +95,7 @@ func (svc *Service) Limits() Limits {
 	return l
 }
 
-// LimitMode returns the current limit mode.
+// limitMode returns the current limit mode.
 func (svc *Service) limitMode() LimitMode { return LimitMode(svc.mode.Load()) }
 
 // SetLimitMode switches the limit mode; buckets keep their state.
@@ -152,14 +152,15 @@ func (svc *Service) Faults() Faults {
 }
 
 // Table returns the state of the table called name in the storage account
-// called account ("" for the default account of a DB without namespaces), creating it (one range covering every key) on
-// first use. Its entities count against that account's bucket, which the
-// account's first table creates and every table of the account shares;
-// tables of other accounts never draw on it. name is the table's identity
-// within its account as the caller defines it; pass the same spelling every
-// time (the service's table names are case-insensitive, so the lower-case
-// name is a good choice). Hold the result: its methods are the per-operation
-// calls, and it resolved its account's bucket once, here.
+// called account ("" for the default account of a DB without namespaces),
+// creating it (one range covering every key) on first use. Its entities
+// count against that account's bucket, which the account's first table
+// creates and every table of the account shares; tables of other accounts
+// never draw on it. name is the table's identity within its account as the
+// caller defines it; pass the same spelling every time (the service's table
+// names are case-insensitive, so the lower-case name is a good choice). Hold
+// the result: its methods are the per-operation calls, and it resolved its
+// account's bucket once, here.
 func (svc *Service) Table(account, name string) *Table {
 	k := tableKey{account, name}
 	svc.mu.RLock()
