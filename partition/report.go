@@ -150,7 +150,7 @@ func (r Report) String() string {
 
 const keyWidth = 24
 
-// WriteTo writes the report as fixed-width text tables: an account summary,
+// WriteTo writes the report as fixed-width text tables: a summary of the service,
 // then per table its range partitions and hot PartitionKeys. Keys are
 // quoted (so blanks and control characters show) and cut to 24 columns.
 func (r Report) WriteTo(w io.Writer) (int64, error) {

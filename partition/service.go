@@ -32,7 +32,7 @@ type Service struct {
 
 	throttledPartition atomic.Int64 // entities refused by partition limits
 	throttledAccount   atomic.Int64 // entities refused by the account limits, every account's
-	history            accountHistory
+	history            serviceHistory
 
 	bal    balanceParams
 	faults atomic.Pointer[faultState]
