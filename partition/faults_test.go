@@ -117,11 +117,11 @@ func TestRangeOfflineDuringSplit(t *testing.T) {
 		assert.Equal(t, Decision{FaultServerBusy, CauseOffline}, d, k)
 		assert.Equal(t, "The server is busy.", d.Message())
 	}
-	assert.True(t, tb.rangeSnapshot()[0].Offline)
+	assert.True(t, tb.Ranges()[0].Offline)
 	clk.Advance(10 * time.Second)
 	assert.True(t, tb.Admit("a", KindInsert, 1).ok())
 	assert.True(t, tb.Admit("z", KindInsert, 1).ok())
-	assert.False(t, tb.rangeSnapshot()[1].Offline)
+	assert.False(t, tb.Ranges()[1].Offline)
 
 	// Refused while offline, the operations did not use up the key's tokens.
 	svc.SetLimitMode(LimitEnforce)

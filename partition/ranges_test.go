@@ -15,9 +15,9 @@ func TestRangeIndexLookupBoundariesAndOrder(t *testing.T) {
 
 	_, ok := tb.NextBoundary("anything")
 	assert.False(t, ok, "one range covers everything at first")
-	require.Len(t, tb.rangeSnapshot(), 1)
-	assert.Equal(t, RangeInfo{}.Low, tb.rangeSnapshot()[0].Low)
-	assert.Equal(t, "", tb.rangeSnapshot()[0].High)
+	require.Len(t, tb.Ranges(), 1)
+	assert.Equal(t, RangeInfo{}.Low, tb.Ranges()[0].Low)
+	assert.Equal(t, "", tb.Ranges()[0].High)
 
 	for _, k := range []string{"m", "c", "x", "\uFFFD", "\U0001F600"} {
 		require.True(t, tb.SplitAt(k))
@@ -27,11 +27,11 @@ func TestRangeIndexLookupBoundariesAndOrder(t *testing.T) {
 
 	// In the service's order the supplementary character comes before U+FFFD.
 	var lows []string
-	for _, r := range tb.rangeSnapshot() {
+	for _, r := range tb.Ranges() {
 		lows = append(lows, r.Low)
 	}
 	assert.Equal(t, []string{"", "c", "m", "x", "\U0001F600", "\uFFFD"}, lows)
-	rs := tb.rangeSnapshot()
+	rs := tb.Ranges()
 	for i := 0; i+1 < len(rs); i++ {
 		assert.Equal(t, rs[i+1].Low, rs[i].High)
 	}
@@ -55,7 +55,7 @@ func TestRangeIndexLookupBoundariesAndOrder(t *testing.T) {
 	tb.RecordWrite("cat", 2, 300)
 	tb.RecordWrite("\U0001F600x", 1, 50)
 	tb.RecordWrite("\uFFFF", 1, 10)
-	rs = tb.rangeSnapshot()
+	rs = tb.Ranges()
 	assert.Equal(t, []int64{1, 2, 0, 0, 1, 1}, []int64{rs[0].Entities, rs[1].Entities, rs[2].Entities, rs[3].Entities, rs[4].Entities, rs[5].Entities})
 	assert.Equal(t, int64(300), rs[1].Bytes)
 }
@@ -143,7 +143,7 @@ func TestColdNeighboursMergeAfterConfiguredTime(t *testing.T) {
 	assert.Equal(t, 4, tb.rangeCount(), "not cold for long enough yet")
 	warm(60 * time.Second)
 	assert.Equal(t, 2, tb.rangeCount(), "the cold neighbours merged; the warm range stayed")
-	rs := tb.rangeSnapshot()
+	rs := tb.Ranges()
 	assert.Equal(t, "b", rs[1].Low)
 	assert.Equal(t, "", rs[1].High)
 	assert.Equal(t, int64(2), svc.Report().Tables[0].Merges)
@@ -200,7 +200,7 @@ func TestEntityTotalsStayExactAcrossSplitsAndMerges(t *testing.T) {
 	}
 	require.True(t, tb.SplitAt(keys(250)))
 	require.True(t, tb.SplitAt(keys(500)))
-	rs := tb.rangeSnapshot()
+	rs := tb.Ranges()
 	var e, b int64
 	for _, r := range rs {
 		e += r.Entities
@@ -214,8 +214,8 @@ func TestEntityTotalsStayExactAcrossSplitsAndMerges(t *testing.T) {
 	clk.Advance(5 * time.Minute)
 	svc.balanceNow()
 	require.Equal(t, 1, tb.rangeCount())
-	assert.Equal(t, int64(1000), tb.rangeSnapshot()[0].Entities)
-	assert.Equal(t, int64(1000*1000), tb.rangeSnapshot()[0].Bytes)
+	assert.Equal(t, int64(1000), tb.Ranges()[0].Entities)
+	assert.Equal(t, int64(1000*1000), tb.Ranges()[0].Bytes)
 }
 
 func TestBalancingDisabledKeepsOneRange(t *testing.T) {
@@ -224,7 +224,7 @@ func TestBalancingDisabledKeepsOneRange(t *testing.T) {
 	tb := svc.Table("", "t")
 	offer(clk, tb, 30, 12*time.Minute, KindBatch, 100, counterKeys(0))
 	assert.Equal(t, 1, tb.rangeCount())
-	assert.InDelta(t, 3000, tb.rangeSnapshot()[0].Rate, 100)
+	assert.InDelta(t, 3000, tb.Ranges()[0].Rate, 100)
 }
 
 func TestRateCounterSteadyAndDecay(t *testing.T) {

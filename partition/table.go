@@ -241,8 +241,9 @@ func (t *Table) rangeCount() int {
 	return t.tree.Len()
 }
 
-// rangeSnapshot returns the range partitions in key order with their statistics.
-func (t *Table) rangeSnapshot() []RangeInfo {
+// Ranges returns the range partitions in key order with their statistics; the root package's
+// invariant check compares their totals with the data stored.
+func (t *Table) Ranges() []RangeInfo {
 	now := t.svc.nowNanos()
 	t.mu.Lock()
 	defer t.mu.Unlock()
