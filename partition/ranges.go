@@ -97,7 +97,7 @@ func (r *reservoir) splitAt(at string) reservoir {
 	var right reservoir
 	kept := r.items[:0]
 	for _, s := range r.items {
-		if keyorder.Compare(s.key, at) >= 0 {
+		if keyorder.CompareKeys(s.key, at) >= 0 {
 			right.items = append(right.items, s)
 		} else {
 			kept = append(kept, s)
@@ -135,7 +135,7 @@ func (r *reservoir) fractionBelow(key string, bytes bool) (float64, bool) {
 			w = s.b
 		}
 		total += w
-		if keyorder.Compare(s.key, key) < 0 {
+		if keyorder.CompareKeys(s.key, key) < 0 {
 			below += w
 		}
 	}
@@ -217,7 +217,7 @@ func (r *rangePart) rollSamples(slot int64) {
 func (r *rangePart) chooseSplit(scratch []sample) (string, float64, []sample, bool) {
 	scratch = append(scratch[:0], r.loadCur.items...)
 	scratch = append(scratch, r.loadPrev.items...)
-	slices.SortFunc(scratch, func(a, b sample) int { return keyorder.Compare(a.key, b.key) })
+	slices.SortFunc(scratch, func(a, b sample) int { return keyorder.CompareKeys(a.key, b.key) })
 	var total int64
 	for _, s := range scratch {
 		total += s.n
@@ -225,7 +225,7 @@ func (r *rangePart) chooseSplit(scratch []sample) (string, float64, []sample, bo
 	best, bestScore, bestBelow := "", int64(math.MaxInt64), int64(0)
 	var below int64
 	for i, s := range scratch {
-		if i > 0 && s.key != scratch[i-1].key && below > 0 && keyorder.Compare(s.key, r.low) > 0 {
+		if i > 0 && s.key != scratch[i-1].key && below > 0 && keyorder.CompareKeys(s.key, r.low) > 0 {
 			score := 2*below - total
 			if score < 0 {
 				score = -score

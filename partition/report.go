@@ -137,7 +137,7 @@ func sortKeyInfos(ks []KeyInfo) {
 		if c := cmp.Compare(y.Throttled, x.Throttled); c != 0 {
 			return c
 		}
-		return keyorder.Compare(x.PartitionKey, y.PartitionKey)
+		return keyorder.CompareKeys(x.PartitionKey, y.PartitionKey)
 	})
 }
 

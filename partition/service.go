@@ -202,10 +202,10 @@ func (svc *Service) tableList() []*Table {
 	}
 	svc.mu.RUnlock()
 	slices.SortFunc(ts, func(x, y *Table) int {
-		if c := keyorder.Compare(x.name, y.name); c != 0 {
+		if c := keyorder.CompareKeys(x.name, y.name); c != 0 {
 			return c
 		}
-		return keyorder.Compare(x.account, y.account)
+		return keyorder.CompareKeys(x.account, y.account)
 	})
 	return ts
 }

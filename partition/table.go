@@ -41,7 +41,7 @@ func newTable(svc *Service, account, name string, bucket *sharedBucket) *Table {
 		account:    account,
 		svc:        svc,
 		acctBucket: bucket,
-		tree:       btree.NewG(16, func(x, y *rangePart) bool { return keyorder.Compare(x.low, y.low) < 0 }),
+		tree:       btree.NewG(16, func(x, y *rangePart) bool { return keyorder.CompareKeys(x.low, y.low) < 0 }),
 		first:      newRange("", now),
 		pivot:      &rangePart{},
 		rng:        newTableRand(svc.seed, name),

@@ -1,9 +1,11 @@
 // Package keyorder is the order in which the Azure Table service sorts keys and compares
 // strings: by UTF-16 code units, as .NET's ordinal comparison does, not by the UTF-8 bytes Go
-// compares. It has two forms of the one order: Compare, for strings (odata's string
-// comparisons, partition's range index), and Weight, a byte permutation under which plain
-// byte order is the same order (storage's key encoding, and bench's baseline, which writes
-// the same keys).
+// compares. The order has one definition, Weight, a byte permutation under which plain byte
+// order is UTF-16 order for valid UTF-8 (storage's key encoding, and bench's baseline, which
+// writes the same keys), and two comparisons of strings: CompareKeys, the weighed bytes
+// compared without building them (partition's range index, which so orders keys exactly as
+// the store does), and Compare, which also gives invalid UTF-8 the order its UTF-16
+// conversion has (odata's string comparisons, on values a Go caller may pass).
 //
 // UTF-8 byte order equals code-point order, and code-point order equals UTF-16 order except
 // in one place: a supplementary character (U+10000 and up) becomes a surrogate pair, whose
@@ -48,6 +50,30 @@ func Weight(c byte) byte { return weight[c] }
 
 // Unweight is Weight's inverse.
 func Unweight(w byte) byte { return unweight[w] }
+
+// CompareKeys compares a and b byte by byte, each byte by its Weight: the order of their
+// encodings in storage. For valid UTF-8, which every key the root package accepts is, it is
+// Compare's order, at the cost of a byte comparison. It returns -1, 0 or +1.
+func CompareKeys(a, b string) int {
+	n := min(len(a), len(b))
+	i := 0
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	if i == n {
+		switch {
+		case len(a) < len(b):
+			return -1
+		case len(a) > len(b):
+			return 1
+		}
+		return 0
+	}
+	if weight[a[i]] < weight[b[i]] {
+		return -1
+	}
+	return 1
+}
 
 // Compare compares a and b by UTF-16 code units. It returns -1, 0 or +1.
 //

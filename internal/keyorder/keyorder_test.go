@@ -70,6 +70,8 @@ func TestCompare(t *testing.T) {
 		assert.Equal(t, -c.want, Compare(c.b, c.a), "%q vs %q", c.b, c.a)
 		if utf8.ValidString(c.a) && utf8.ValidString(c.b) {
 			assert.Equal(t, c.want, bytes.Compare(weighed(c.a), weighed(c.b)), "weighed %q vs %q", c.a, c.b)
+			assert.Equal(t, c.want, CompareKeys(c.a, c.b), "CompareKeys(%q, %q)", c.a, c.b)
+			assert.Equal(t, -c.want, CompareKeys(c.b, c.a), "CompareKeys(%q, %q)", c.b, c.a)
 		}
 	}
 	// The pair that motivates the package: Go's order is the opposite.
@@ -122,6 +124,7 @@ func TestCompareMatchesReferenceOnRandomStrings(t *testing.T) {
 		for i := 0; i+1 < len(keys); i++ {
 			a, b := keys[i], keys[i+1]
 			require.Equal(t, reference(a, b), Compare(a, b), "%q vs %q", a, b)
+			require.Equal(t, bytes.Compare(weighed(a), weighed(b)), CompareKeys(a, b), "CompareKeys(%q, %q)", a, b)
 			if !invalid {
 				require.Equal(t, reference(a, b), bytes.Compare(weighed(a), weighed(b)), "weighed %q vs %q", a, b)
 			}
@@ -134,8 +137,9 @@ func TestCompareMatchesReferenceOnRandomStrings(t *testing.T) {
 	}
 }
 
-// FuzzCompare checks Compare against the reference and checks that it is a total order; on
-// valid UTF-8 it checks that Weight gives the same order bytewise.
+// FuzzCompare checks Compare against the reference and checks that it is a total order;
+// checks CompareKeys against the weighed bytes; and on valid UTF-8 checks that the two orders
+// are the same.
 func FuzzCompare(f *testing.F) {
 	for _, s := range []string{"", "a", "ab", "～", "😀", "\uE000", "\uD7FF", "a😀", "\xff", "\xe2\x82", "€"} {
 		for _, t := range []string{"", "a", "～", "😀", "\xff\xfe", "\xe2\x82\xac"} {
@@ -153,10 +157,12 @@ func FuzzCompare(f *testing.F) {
 		if (got == 0) != (a == b) {
 			t.Fatalf("Compare(%q, %q) = %d", a, b, got)
 		}
-		if utf8.ValidString(a) && utf8.ValidString(b) {
-			if w := bytes.Compare(weighed(a), weighed(b)); w != got {
-				t.Fatalf("weighed order of %q and %q is %d, Compare says %d", a, b, w, got)
-			}
+		w := bytes.Compare(weighed(a), weighed(b))
+		if k := CompareKeys(a, b); k != w {
+			t.Fatalf("CompareKeys(%q, %q) = %d, the weighed bytes compare %d", a, b, k, w)
+		}
+		if utf8.ValidString(a) && utf8.ValidString(b) && w != got {
+			t.Fatalf("weighed order of %q and %q is %d, Compare says %d", a, b, w, got)
 		}
 	})
 }
@@ -170,6 +176,11 @@ func BenchmarkCompare(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
 				Compare(c.x, c.y)
+			}
+		})
+		b.Run(c.name+"/keys", func(b *testing.B) {
+			for b.Loop() {
+				CompareKeys(c.x, c.y)
 			}
 		})
 	}
