@@ -152,7 +152,7 @@ func (n *Namespace) DeleteTable(ctx context.Context, name string) error {
 	}
 	db.forget(n.name, name)
 	db.deleting.deleted(n.name, name, db.clock())
-	db.service.DropAccountTable(n.name, serviceTableName(n.name, rec.Name))
+	db.service.DropTable(n.name, serviceTableName(n.name, rec.Name))
 	db.dropInBackground(rec.ID)
 	return nil
 }

@@ -22,7 +22,7 @@ type DB struct {
 	deleting        beingDeleted // tables in the TableBeingDeleted state (Options.TableDeleteDelay)
 
 	// service simulates the service's range partitions, rate limits and faults.
-	service *partition.Account
+	service *partition.Service
 
 	// open holds the tables operations have resolved (see openTable).
 	open openTables
@@ -92,7 +92,7 @@ func open(so storage.Options, opts *Options) (*DB, error) {
 	}
 	db := &DB{
 		store: store, clock: o.Clock, queryBudget: o.QueryBudget, filterCacheBytes: filterCacheBytes,
-		service: partition.New(&partition.Options{Now: o.Clock, Limits: o.Limits, Balance: o.Balance, Faults: o.Faults}),
+		service: partition.NewService(&partition.Options{Now: o.Clock, Limits: o.Limits, Balance: o.Balance, Faults: o.Faults}),
 	}
 	db.forbidFullScans.Store(o.ForbidFullScans)
 	db.boundaries.Store(o.BoundaryContinuations)

@@ -84,8 +84,9 @@
 // they split). DB.HeatReport shows which partitions a workload makes hot, the "partition stress
 // test" of "Design a scalable partitioning strategy for Azure Table storage";
 // Options.BoundaryContinuations ends query pages at range boundaries as the service may; Retry
-// retries what the service says to retry, with its exponential backoff. Each namespace (below)
-// is an account with an account limit of its own, so one's load never throttles another's.
+// retries what the service says to retry, waiting with its exponential Backoff. Each namespace
+// (below) is an account with an account limit of its own, so one's load never throttles
+// another's.
 //
 // # Over the wire
 //

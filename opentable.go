@@ -117,7 +117,7 @@ func (db *DB) resolve(ctx context.Context, ns, name string) (*openTable, error) 
 		}
 		db.open.mu.Lock()
 		if db.open.gen.Load() == gen {
-			ot := &openTable{rec: rec, service: db.service.AccountTable(ns, serviceTableName(ns, rec.Name))}
+			ot := &openTable{rec: rec, service: db.service.Table(ns, serviceTableName(ns, rec.Name))}
 			if _, loaded := db.open.m.LoadOrStore(key, ot); !loaded {
 				for _, p := range stored {
 					ot.service.RecordWrite(p.pk, p.entities, p.bytes)

@@ -20,7 +20,7 @@ func TestRetry(t *testing.T) {
 	var err error
 	tbl := createTable(t, db, "Retries")
 	var waits []time.Duration
-	policy := partition.Backoff{MaxAttempts: 20, Rand: func() float64 { return 0.5 },
+	policy := Backoff{MaxAttempts: 20, Rand: func() float64 { return 0.5 },
 		Sleep: func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil }}
 	for i := range 20 {
 		err := Retry(ctx, policy, func() error {

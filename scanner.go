@@ -102,7 +102,7 @@ type scanner struct {
 	page    *Page
 	clock   func() time.Time
 	began   time.Time
-	service *partition.Account
+	service *partition.Service
 	// boundary is the first key of the next range partition, whose low PartitionKey is
 	// boundaryPK, when pages end at range boundaries (Options.BoundaryContinuations); nil
 	// otherwise. A page that ends there may be empty: it still moves forward, because the

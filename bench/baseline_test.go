@@ -13,7 +13,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/tabuladb/tabula"
-	"github.com/tabuladb/tabula/storage"
+	"github.com/tabuladb/tabula/internal/keyorder"
 )
 
 // The baseline: raw Badger doing the work of each engine operation with the engine's key
@@ -58,6 +58,78 @@ const (
 
 const recordVersion = 1
 
+// Keys, as the engine's storage layer encodes them: a key is made of string parts, each byte
+// of a part written as its keyorder.Weight (so that byte order is the service's UTF-16 order)
+// except that a 0x00 is written 0x00 0xFF, and parts are separated by 0x00 0x01.
+const (
+	keyEscape    = 0x00
+	keySeparator = 0x01
+	keyNul       = 0xFF
+)
+
+var errBadKey = errors.New("bench: malformed key")
+
+// appendPart appends the encoding of one key part to dst.
+func appendPart(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == keyEscape {
+			dst = append(dst, keyEscape, keyNul)
+			continue
+		}
+		dst = append(dst, keyorder.Weight(c))
+	}
+	return dst
+}
+
+// appendSeparator ends a part that another follows.
+func appendSeparator(dst []byte) []byte { return append(dst, keyEscape, keySeparator) }
+
+// nextPart decodes the part at the start of b and returns it with the rest of b after its
+// separator; last reports that the part ran to the end of b.
+func nextPart(b []byte) (part string, rest []byte, last bool, err error) {
+	enc, rest, last := b, nil, true
+	for i := 0; i < len(b); i++ {
+		if b[i] != keyEscape {
+			continue
+		}
+		if i+1 == len(b) {
+			return "", nil, false, errBadKey
+		}
+		switch b[i+1] {
+		case keyNul:
+			i++
+			continue
+		case keySeparator:
+			enc, rest, last = b[:i], b[i+2:], false
+		default:
+			return "", nil, false, errBadKey
+		}
+		break
+	}
+	clean := true
+	for _, c := range enc {
+		if c == keyEscape || c >= keyorder.FirstMoved {
+			clean = false
+			break
+		}
+	}
+	if clean { // the common case: the encoding is the text itself
+		return string(enc), rest, last, nil
+	}
+	buf := make([]byte, 0, len(enc))
+	for i := 0; i < len(enc); i++ {
+		c := enc[i]
+		if c == keyEscape { // an escaped NUL
+			buf = append(buf, 0)
+			i++
+			continue
+		}
+		buf = append(buf, keyorder.Unweight(c))
+	}
+	return string(buf), rest, last, nil
+}
+
 // tablePrefix is 'e' followed by the table's ID, big-endian.
 func tablePrefix(dst []byte, id uint64) []byte {
 	return binary.BigEndian.AppendUint64(append(dst, 'e'), id)
@@ -65,24 +137,24 @@ func tablePrefix(dst []byte, id uint64) []byte {
 
 // partitionPrefix is the prefix of every key of one partition, separator included.
 func partitionPrefix(dst []byte, id uint64, pk string) []byte {
-	return storage.AppendSeparator(storage.AppendPart(tablePrefix(dst, id), pk))
+	return appendSeparator(appendPart(tablePrefix(dst, id), pk))
 }
 
 // entityKey appends the key of an entity to dst.
 func entityKey(dst []byte, id uint64, pk, rk string) []byte {
-	return storage.AppendPart(partitionPrefix(dst, id, pk), rk)
+	return appendPart(partitionPrefix(dst, id, pk), rk)
 }
 
 // splitKey decodes the keys of an entity key.
 func splitKey(key []byte) (pk, rk string, err error) {
 	if len(key) < 9 {
-		return "", "", storage.ErrBadKey
+		return "", "", errBadKey
 	}
-	pk, rest, last, err := storage.NextPart(key[9:])
+	pk, rest, last, err := nextPart(key[9:])
 	if err != nil || last {
-		return "", "", storage.ErrBadKey
+		return "", "", errBadKey
 	}
-	rk, _, _, err = storage.NextPart(rest)
+	rk, _, _, err = nextPart(rest)
 	return pk, rk, err
 }
 

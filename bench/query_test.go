@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/tabuladb/tabula"
-	"github.com/tabuladb/tabula/storage"
 )
 
 // BenchmarkQuery measures the four plan kinds of issue 3 on the read fixture, each against
@@ -136,8 +135,8 @@ func benchQueryRowRange(b *testing.B, fx *readFixture) {
 		n, scanned := 0, 0
 		for b.Loop() {
 			lo, hi := bounds(windows[n%len(windows)])
-			lower := storage.AppendPart(slices.Clip(prefix), lo)
-			upper := storage.AppendPart(slices.Clip(prefix), hi)
+			lower := appendPart(slices.Clip(prefix), lo)
+			upper := appendPart(slices.Clip(prefix), hi)
 			s, k := rawPages(b, fx, prefix, lower, upper, page, rr, nil)
 			if s != rowWindow || k != rowWindow {
 				b.Fatalf("scanned %d and kept %d, want %d", s, k, rowWindow)
@@ -184,8 +183,8 @@ func benchQueryPartitionRange(b *testing.B, fx *readFixture) {
 		n, scanned := 0, 0
 		for b.Loop() {
 			s := starts[n%len(starts)]
-			lower := storage.AppendPart(slices.Clip(prefix), sorted[s])
-			upper := storage.AppendPart(slices.Clip(prefix), sorted[s+span])
+			lower := appendPart(slices.Clip(prefix), sorted[s])
+			upper := appendPart(slices.Clip(prefix), sorted[s+span])
 			sc, k := rawPages(b, fx, prefix, lower, upper, page, rr, nil)
 			if sc != want || k != want {
 				b.Fatalf("scanned %d and kept %d, want %d", sc, k, want)

@@ -5,8 +5,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"unicode/utf16"
-	"unicode/utf8"
 )
 
 // FuzzParse: Parse never panics; an accepted filter prints to text that
@@ -93,76 +91,4 @@ func (anyRec) Property(name string) (Value, bool) {
 		return Int64Value(int64(len(name))), true
 	}
 	return Value{}, false
-}
-
-// FuzzCompareStrings checks CompareStrings against a reference: encode both
-// strings to UTF-16 (invalid bytes become U+FFFD) and compare code units,
-// breaking ties by bytes; and checks it is a total order.
-func FuzzCompareStrings(f *testing.F) {
-	for _, s := range []string{"", "a", "ab", "～", "😀", "\uE000", "\uD7FF", "a😀", "\xff", "\xe2\x82", "€"} {
-		for _, t := range []string{"", "a", "～", "😀", "\xff\xfe", "\xe2\x82\xac"} {
-			f.Add(s, t)
-		}
-	}
-	f.Fuzz(func(t *testing.T, a, b string) {
-		got := CompareStrings(a, b)
-		if want := refCompare(a, b); got != want {
-			t.Fatalf("CompareStrings(%q, %q) = %d, want %d", a, b, got, want)
-		}
-		if back := CompareStrings(b, a); back != -got {
-			t.Fatalf("not antisymmetric: %q vs %q: %d and %d", a, b, got, back)
-		}
-		if (got == 0) != (a == b) {
-			t.Fatalf("CompareStrings(%q, %q) = %d", a, b, got)
-		}
-	})
-}
-
-func refCompare(a, b string) int {
-	ua, ub := utf16.Encode([]rune(a)), utf16.Encode([]rune(b))
-	for i := 0; i < len(ua) && i < len(ub); i++ {
-		if ua[i] != ub[i] {
-			if ua[i] < ub[i] {
-				return -1
-			}
-			return 1
-		}
-	}
-	switch {
-	case len(ua) < len(ub):
-		return -1
-	case len(ua) > len(ub):
-		return 1
-	}
-	return strings.Compare(a, b)
-}
-
-func TestCompareStrings(t *testing.T) {
-	cases := []struct {
-		a, b string
-		want int
-	}{
-		{"", "", 0},
-		{"", "a", -1},
-		{"a", "b", -1},
-		{"B", "a", -1},
-		{"😀", "～", -1}, // UTF-16: 0xD83D < 0xFF5E; UTF-8 says the opposite
-		{"😀", "\uE000", -1},
-		{"😀", "\uD7FF", 1},
-		{"😀", "😁", -1},
-		{"a😀b", "a～", -1},
-		{"\U00010000", "\U0010FFFF", -1},
-		{"€", "😀", -1},
-	}
-	for _, tc := range cases {
-		if got := CompareStrings(tc.a, tc.b); got != tc.want {
-			t.Errorf("CompareStrings(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
-		}
-		if got := CompareStrings(tc.b, tc.a); got != -tc.want {
-			t.Errorf("CompareStrings(%q, %q) = %d, want %d", tc.b, tc.a, got, -tc.want)
-		}
-		if utf8.ValidString(tc.a) && utf8.ValidString(tc.b) && refCompare(tc.a, tc.b) != tc.want {
-			t.Errorf("reference disagrees on %q, %q", tc.a, tc.b)
-		}
-	}
 }

@@ -6,7 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
+
+	"github.com/tabuladb/tabula/internal/keyorder"
 )
 
 // Type is an EDM primitive type. The zero value is not a type: a Value with
@@ -192,75 +193,10 @@ func FormatGuid(g [16]byte) string {
 }
 
 // CompareStrings compares a and b by UTF-16 code units, the order the service
-// uses for keys and for string comparisons. It returns -1, 0 or +1.
-//
-// UTF-8 byte order equals code-point order, which differs from UTF-16 order
-// only when a supplementary character (a surrogate pair, 0xD800–0xDBFF first)
-// meets a character in U+E000–U+FFFF. So compare bytes, and look at the two
-// runes only where the strings first differ.
-func CompareStrings(a, b string) int {
-	n := min(len(a), len(b))
-	i := 0
-	for i < n && a[i] == b[i] {
-		i++
-	}
-	if i == n {
-		// One is a prefix of the other: shorter first, unless the shorter
-		// ends in a broken sequence that the longer completes.
-		short := a[:n]
-		if r, size := utf8.DecodeLastRuneInString(short); n > 0 && r == utf8.RuneError && size == 1 && len(a) != len(b) {
-			return compareStringsSlow(a, b)
-		}
-		return compareInt(int64(len(a)), int64(len(b)))
-	}
-	// Back up to the start of the rune holding the first difference; the
-	// prefix is shared, so for valid UTF-8 it is a rune boundary in both.
-	start := i
-	for start > 0 && start > i-(utf8.UTFMax-1) && !utf8.RuneStart(a[start]) {
-		start--
-	}
-	ra, sa := utf8.DecodeRuneInString(a[start:])
-	rb, sb := utf8.DecodeRuneInString(b[start:])
-	if ra != rb && !(ra == utf8.RuneError && sa == 1) && !(rb == utf8.RuneError && sb == 1) {
-		return compareInt(utf16Key(ra), utf16Key(rb))
-	}
-	return compareStringsSlow(a, b)
-}
-
-// compareStringsSlow handles invalid UTF-8, which the service never sees
-// (its strings are UTF-16) but a Go caller can pass. Invalid bytes read as
-// U+FFFD, as a UTF-16 conversion would make them; strings that still tie
-// are ordered by their bytes, so the order stays total.
-func compareStringsSlow(a, b string) int {
-	i, j := 0, 0
-	for i < len(a) && j < len(b) {
-		ra, sa := utf8.DecodeRuneInString(a[i:])
-		rb, sb := utf8.DecodeRuneInString(b[j:])
-		if c := compareInt(utf16Key(ra), utf16Key(rb)); c != 0 {
-			return c
-		}
-		i += sa
-		j += sb
-	}
-	switch {
-	case i < len(a):
-		return 1
-	case j < len(b):
-		return -1
-	}
-	return strings.Compare(a, b)
-}
-
-// utf16Key maps a rune to a number ordered like the rune's UTF-16 code
-// units: BMP below the surrogates, then supplementary characters (their
-// first unit is 0xD800–0xDBFF, and their order among themselves is their
-// code-point order), then U+E000–U+FFFF.
-func utf16Key(r rune) int64 {
-	if r >= 0xE000 && r <= 0xFFFF {
-		return int64(r) + 0x200000
-	}
-	return int64(r)
-}
+// uses for keys and for string comparisons. It returns -1, 0 or +1. Strings
+// that are not valid UTF-8 compare as their UTF-16 conversion would (invalid
+// bytes read as U+FFFD), ties broken by bytes, so the order stays total.
+func CompareStrings(a, b string) int { return keyorder.Compare(a, b) }
 
 func compareInt(a, b int64) int {
 	switch {

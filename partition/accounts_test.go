@@ -21,12 +21,12 @@ var accountLimits = Limits{Mode: LimitEnforce, PartitionRate: math.Inf(1), Accou
 func drain(t *testing.T, tb *Table, limit int) int {
 	t.Helper()
 	for i := range limit + 1 {
-		if d := tb.Admit(fmt.Sprint("k", i), KindInsert, 1); !d.OK() {
+		if d := tb.Admit(fmt.Sprint("k", i), KindInsert, 1); !d.ok() {
 			require.Equal(t, CauseAccountLimit, d.Cause)
 			return i
 		}
 	}
-	require.FailNow(t, "never refused", "table %q of account %q", tb.Name(), tb.AccountName())
+	require.FailNow(t, "never refused", "table %q of account %q", tb.name, tb.account)
 	return 0
 }
 
@@ -34,20 +34,20 @@ func drain(t *testing.T, tb *Table, limit int) int {
 // next entity on any of its tables, and leaves B, and the default account, their own.
 func TestEachAccountHasItsOwnBucket(t *testing.T) {
 	clk := newFakeClock()
-	acct := New(&Options{Now: clk.Now, Limits: accountLimits})
-	a1, a2 := acct.AccountTable("A", "orders"), acct.AccountTable("A", "customers")
-	b1 := acct.AccountTable("B", "orders")
-	root := acct.Table("orders")
+	svc := NewService(&Options{Now: clk.Now, Limits: accountLimits})
+	a1, a2 := svc.Table("A", "orders"), svc.Table("A", "customers")
+	b1 := svc.Table("B", "orders")
+	root := svc.Table("", "orders")
 	require.NotSame(t, a1, b1, "the same name in two accounts is two tables")
 	require.NotSame(t, a1, root)
-	require.Same(t, a1, acct.AccountTable("A", "orders"))
-	assert.Equal(t, "A", a1.AccountName())
-	assert.Equal(t, "", root.AccountName())
+	require.Same(t, a1, svc.Table("A", "orders"))
+	assert.Equal(t, "A", a1.account)
+	assert.Equal(t, "", root.account)
 
 	assert.Equal(t, 10, drain(t, a1, 100), "A's bucket holds 10")
 	for _, tb := range []*Table{a1, a2} {
 		d := tb.Admit("fresh", KindInsert, 1)
-		assert.Equal(t, Decision{FaultServerBusy, CauseAccountLimit}, d, "table %q of A", tb.Name())
+		assert.Equal(t, Decision{FaultServerBusy, CauseAccountLimit}, d, "table %q of A", tb.name)
 		assert.Equal(t, Decision{FaultServerBusy, CauseAccountLimit}, tb.Admit("fresh", KindQuery, 0))
 	}
 	assert.Equal(t, 10, drain(t, b1, 100), "B's bucket is untouched by A's load")
@@ -55,16 +55,16 @@ func TestEachAccountHasItsOwnBucket(t *testing.T) {
 
 	// Refill at 10/s: 100 ms gives each account one entity back.
 	clk.Advance(100 * time.Millisecond)
-	assert.True(t, a2.Admit("later", KindInsert, 1).OK())
-	assert.False(t, a1.Admit("later", KindInsert, 1).OK())
+	assert.True(t, a2.Admit("later", KindInsert, 1).ok())
+	assert.False(t, a1.Admit("later", KindInsert, 1).ok())
 
 	// A query's after-the-fact charge puts only its own account in debt.
 	clk.Advance(time.Second)
 	a1.Charge("k", 50)
-	assert.False(t, a2.Admit("k", KindQuery, 0).OK(), "A is in debt")
-	assert.True(t, b1.Admit("k", KindQuery, 0).OK(), "B is not")
+	assert.False(t, a2.Admit("k", KindQuery, 0).ok(), "A is in debt")
+	assert.True(t, b1.Admit("k", KindQuery, 0).ok(), "B is not")
 
-	rep := acct.Report()
+	rep := svc.Report()
 	// Refused: one per drain (3), A's fresh insert and query on each of its tables (4), A's
 	// second entity after 100 ms (1), A's query in debt (1).
 	assert.Equal(t, int64(9), rep.ThrottledAccount, "the refusals of every account add up")
@@ -81,34 +81,34 @@ func TestEachAccountHasItsOwnBucket(t *testing.T) {
 // refill it.
 func TestDroppedTableKeepsItsAccountsBucket(t *testing.T) {
 	clk := newFakeClock()
-	acct := New(&Options{Now: clk.Now, Limits: accountLimits})
-	assert.Equal(t, 10, drain(t, acct.AccountTable("A", "t"), 100))
-	acct.DropAccountTable("A", "t")
-	require.Empty(t, acct.Report().Tables)
-	again := acct.AccountTable("A", "t")
+	svc := NewService(&Options{Now: clk.Now, Limits: accountLimits})
+	assert.Equal(t, 10, drain(t, svc.Table("A", "t"), 100))
+	svc.DropTable("A", "t")
+	require.Empty(t, svc.Report().Tables)
+	again := svc.Table("A", "t")
 	assert.Equal(t, Decision{FaultServerBusy, CauseAccountLimit}, again.Admit("k", KindInsert, 1))
-	assert.True(t, acct.AccountTable("B", "t").Admit("k", KindInsert, 1).OK())
+	assert.True(t, svc.Table("B", "t").Admit("k", KindInsert, 1).ok())
 
-	acct.DropTable("t") // the default account has no table "t": A's stays
-	assert.Same(t, again, acct.AccountTable("A", "t"))
+	svc.DropTable("", "t") // the default account has no table "t": A's stays
+	assert.Same(t, again, svc.Table("A", "t"))
 }
 
 // SetRates refills the bucket of every account, under the new rates.
 func TestSetRatesRefillsEveryAccount(t *testing.T) {
 	clk := newFakeClock()
-	acct := New(&Options{Now: clk.Now, Limits: accountLimits})
-	tables := []*Table{acct.Table("t"), acct.AccountTable("A", "t"), acct.AccountTable("B", "u")}
+	svc := NewService(&Options{Now: clk.Now, Limits: accountLimits})
+	tables := []*Table{svc.Table("", "t"), svc.Table("A", "t"), svc.Table("B", "u")}
 	for _, tb := range tables {
 		require.Equal(t, 10, drain(t, tb, 100))
 	}
 	l := accountLimits
 	l.AccountRate = 20
-	acct.SetRates(l)
+	svc.SetRates(l)
 	for _, tb := range tables {
-		assert.Equal(t, 20, drain(t, tb, 100), "account %q after SetRates", tb.AccountName())
+		assert.Equal(t, 20, drain(t, tb, 100), "account %q after SetRates", tb.account)
 	}
 	// A table created after SetRates in a new account starts full under the new rates too.
-	assert.Equal(t, 20, drain(t, acct.AccountTable("C", "t"), 100))
+	assert.Equal(t, 20, drain(t, svc.Table("C", "t"), 100))
 }
 
 // Many goroutines admit on tables of three accounts while tables are created and dropped
@@ -117,7 +117,7 @@ func TestSetRatesRefillsEveryAccount(t *testing.T) {
 func TestAccountsConcurrently(t *testing.T) {
 	clk := newFakeClock()
 	const burst, perWorker = 100, 150
-	acct := New(&Options{Now: clk.Now, Limits: Limits{Mode: LimitEnforce, PartitionRate: math.Inf(1),
+	svc := NewService(&Options{Now: clk.Now, Limits: Limits{Mode: LimitEnforce, PartitionRate: math.Inf(1),
 		AccountRate: burst}})
 	accounts := []string{"A", "B", "C"}
 	run := func() map[string]int64 {
@@ -129,9 +129,9 @@ func TestAccountsConcurrently(t *testing.T) {
 		for w := range 3 * len(accounts) {
 			name := accounts[w%len(accounts)]
 			wg.Go(func() {
-				tb := acct.AccountTable(name, fmt.Sprint("t", w/len(accounts)))
+				tb := svc.Table(name, fmt.Sprint("t", w/len(accounts)))
 				for i := range perWorker {
-					if tb.Admit(fmt.Sprint(w, "-", i%7), KindInsert, 1).OK() {
+					if tb.Admit(fmt.Sprint(w, "-", i%7), KindInsert, 1).ok() {
 						admitted[name].Add(1)
 					}
 				}
@@ -139,9 +139,9 @@ func TestAccountsConcurrently(t *testing.T) {
 		}
 		wg.Go(func() {
 			for i := range 50 {
-				acct.AccountTable(accounts[i%len(accounts)], "scratch").Admit("x", KindGet, 0)
-				acct.DropAccountTable(accounts[i%len(accounts)], "scratch")
-				_ = acct.Report()
+				svc.Table(accounts[i%len(accounts)], "scratch").Admit("x", KindGet, 0)
+				svc.DropTable(accounts[i%len(accounts)], "scratch")
+				_ = svc.Report()
 			}
 		})
 		wg.Wait()
@@ -155,13 +155,13 @@ func TestAccountsConcurrently(t *testing.T) {
 	want := map[string]int64{"A": burst, "B": burst, "C": burst}
 	assert.Equal(t, want, run())
 	offered := int64(3 * len(accounts) * perWorker)
-	rep := acct.Report()
+	rep := svc.Report()
 	// The scratch admissions cost nothing and are refused once their account is empty: each
 	// of those counts one throttled entity, so the total is at least the workers' refusals.
 	assert.GreaterOrEqual(t, rep.ThrottledAccount, offered-3*burst)
 	assert.LessOrEqual(t, rep.ThrottledAccount, offered-3*burst+50)
 
-	acct.SetRates(acct.Limits())
+	svc.SetRates(svc.Limits())
 	assert.Equal(t, want, run(), "SetRates refilled every account")
 
 	// SetRates while admissions run (for the race detector): each refill gives each account
@@ -170,7 +170,7 @@ func TestAccountsConcurrently(t *testing.T) {
 	done := make(chan map[string]int64)
 	go func() { done <- run() }()
 	for range refills {
-		acct.SetRates(acct.Limits())
+		svc.SetRates(svc.Limits())
 	}
 	got := <-done
 	for _, name := range accounts {

@@ -24,18 +24,18 @@ var benchKeys = func() []string {
 	return ks
 }()
 
-func benchAccount(mode LimitMode, unlimited bool, balance Balance) *Account {
+func benchService(mode LimitMode, unlimited bool, balance Balance) *Service {
 	l := Limits{Mode: mode}
 	if unlimited {
 		l.PartitionRate, l.AccountRate = math.Inf(1), math.Inf(1)
 	}
-	return New(&Options{Limits: l, Balance: balance})
+	return NewService(&Options{Limits: l, Balance: balance})
 }
 
 func BenchmarkAdmit(b *testing.B) {
 	for _, mode := range []LimitMode{LimitOff, LimitObserve, LimitEnforce} {
 		b.Run(mode.String(), func(b *testing.B) {
-			tb := benchAccount(mode, true, Balance{}).Table("t")
+			tb := benchService(mode, true, Balance{}).Table("", "t")
 			i := 0
 			for b.Loop() {
 				tb.Admit(benchKeys[i&4095], KindInsert, 1)
@@ -43,7 +43,7 @@ func BenchmarkAdmit(b *testing.B) {
 			}
 		})
 		b.Run(mode.String()+"/parallel", func(b *testing.B) {
-			tb := benchAccount(mode, true, Balance{}).Table("t")
+			tb := benchService(mode, true, Balance{}).Table("", "t")
 			var seq atomic.Int64
 			b.RunParallel(func(pb *testing.PB) {
 				i := int(seq.Add(1)) * 1000
@@ -56,7 +56,7 @@ func BenchmarkAdmit(b *testing.B) {
 	}
 	for _, mode := range []LimitMode{LimitObserve, LimitEnforce} {
 		b.Run(mode.String()+"/throttled", func(b *testing.B) {
-			tb := benchAccount(mode, false, Balance{}).Table("t")
+			tb := benchService(mode, false, Balance{}).Table("", "t")
 			for b.Loop() {
 				tb.Admit("hot", KindInsert, 1)
 			}
@@ -64,7 +64,7 @@ func BenchmarkAdmit(b *testing.B) {
 	}
 	// With 1,000 range partitions the lookup walks a three-level B-tree.
 	b.Run("observe/1000-ranges", func(b *testing.B) {
-		tb := benchAccount(LimitObserve, true, Balance{}).Table("t")
+		tb := benchService(LimitObserve, true, Balance{}).Table("", "t")
 		for i := 1; i < 1000; i++ {
 			tb.SplitAt(fmt.Sprintf("pk-%06d", i*100))
 		}
@@ -75,7 +75,7 @@ func BenchmarkAdmit(b *testing.B) {
 		}
 	})
 	b.Run("observe/balancing-disabled", func(b *testing.B) {
-		tb := benchAccount(LimitObserve, true, Balance{Disabled: true}).Table("t")
+		tb := benchService(LimitObserve, true, Balance{Disabled: true}).Table("", "t")
 		i := 0
 		for b.Loop() {
 			tb.Admit(benchKeys[i&4095], KindInsert, 1)
@@ -85,8 +85,8 @@ func BenchmarkAdmit(b *testing.B) {
 	// The account bucket on every admission: PartitionKeys unlimited, the account's rate
 	// out of reach but finite, so each Admit takes the account's bucket too.
 	b.Run("enforce/account-bucket", func(b *testing.B) {
-		acct := New(&Options{Limits: Limits{Mode: LimitEnforce, PartitionRate: math.Inf(1), AccountRate: 1e15}})
-		tb := acct.Table("t")
+		svc := NewService(&Options{Limits: Limits{Mode: LimitEnforce, PartitionRate: math.Inf(1), AccountRate: 1e15}})
+		tb := svc.Table("", "t")
 		i := 0
 		for b.Loop() {
 			tb.Admit(benchKeys[i&4095], KindInsert, 1)
@@ -94,8 +94,8 @@ func BenchmarkAdmit(b *testing.B) {
 		}
 	})
 	b.Run("faults", func(b *testing.B) {
-		acct := New(&Options{Limits: Limits{Mode: LimitOff}, Faults: Faults{ServerBusy: 0.01, Timeout: 0.01}})
-		tb := acct.Table("t")
+		svc := NewService(&Options{Limits: Limits{Mode: LimitOff}, Faults: Faults{ServerBusy: 0.01, Timeout: 0.01}})
+		tb := svc.Table("", "t")
 		i := 0
 		for b.Loop() {
 			tb.Admit(benchKeys[i&4095], KindInsert, 1)
@@ -105,7 +105,7 @@ func BenchmarkAdmit(b *testing.B) {
 }
 
 func BenchmarkRecordWrite(b *testing.B) {
-	tb := New(nil).Table("t")
+	tb := NewService(nil).Table("", "t")
 	for i := 1; i < 100; i++ {
 		tb.SplitAt(fmt.Sprintf("pk-%06d", i*1000))
 	}
@@ -117,7 +117,7 @@ func BenchmarkRecordWrite(b *testing.B) {
 }
 
 func BenchmarkCharge(b *testing.B) {
-	tb := benchAccount(LimitObserve, true, Balance{}).Table("t")
+	tb := benchService(LimitObserve, true, Balance{}).Table("", "t")
 	i := 0
 	for b.Loop() {
 		tb.Charge(benchKeys[i&4095], 100)
@@ -126,10 +126,10 @@ func BenchmarkCharge(b *testing.B) {
 }
 
 func BenchmarkMustEndPage(b *testing.B) {
-	acct := New(&Options{Faults: Faults{ContinuationEvery: 1000}})
+	svc := NewService(&Options{Faults: Faults{ContinuationEvery: 1000}})
 	i := 0
 	for b.Loop() {
-		acct.MustEndPage(i & 1023)
+		svc.MustEndPage(i & 1023)
 		i++
 	}
 }

@@ -1,8 +1,6 @@
 package partition_test
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -14,16 +12,16 @@ import (
 // target.
 func ExampleTable_Admit() {
 	now := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
-	acct := partition.New(&partition.Options{
+	svc := partition.NewService(&partition.Options{
 		Now:    func() time.Time { return now },
 		Limits: partition.Limits{Mode: partition.LimitEnforce},
 	})
-	orders := acct.Table("orders")
+	orders := svc.Table("", "orders")
 
 	admitted, busy := 0, 0
 	for range 30000 {
 		d := orders.Admit("customer-42", partition.KindInsert, 1)
-		if d.OK() {
+		if d.Fault == partition.FaultNone {
 			admitted++
 			orders.RecordWrite("customer-42", 1, 512)
 		} else {
@@ -33,54 +31,30 @@ func ExampleTable_Admit() {
 	}
 	fmt.Println("admitted per second:", admitted/10) // 2,000/s plus the initial burst of 2,000
 	fmt.Println("refused:", busy)
-	fmt.Println("hot key:", acct.Report().Tables[0].HotKeys[0].PartitionKey)
+	fmt.Println("hot key:", svc.Report().Tables[0].HotKeys[0].PartitionKey)
 	// Output:
 	// admitted per second: 2199
 	// refused: 8001
 	// hot key: customer-42
 }
 
-// The backoff of "Design a scalable partitioning strategy for Azure Table storage" with its sample
-// values, a fixed draw and a sleep that only records: delays of 27 s, then 75 s, then the 90 s cap.
-func ExampleRetry() {
-	var waited []time.Duration
-	policy := partition.Backoff{
-		Base: 30 * time.Second, Min: 3 * time.Second, Max: 90 * time.Second,
-		Rand: func() float64 { return 0 },
-		Sleep: func(ctx context.Context, d time.Duration) error {
-			waited = append(waited, d)
-			return ctx.Err()
-		},
-	}
-	errBusy := errors.New("ServerBusy")
-	calls := 0
-	err := partition.Retry(context.Background(), policy, func() error {
-		if calls++; calls < 4 {
-			return errBusy
-		}
-		return nil
-	}, func(err error) bool { return errors.Is(err, errBusy) })
-	fmt.Println(err, calls, waited)
-	// Output: <nil> 4 [27s 1m15s 1m30s]
-}
-
 // Each storage account has its own account target: a burst that exhausts one account's
 // bucket, on any of its tables, leaves the other account's untouched.
-func ExampleAccount_AccountTable() {
+func ExampleService_Table() {
 	now := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
-	svc := partition.New(&partition.Options{
+	svc := partition.NewService(&partition.Options{
 		Now:    func() time.Time { return now },
 		Limits: partition.Limits{Mode: partition.LimitEnforce, AccountRate: 100},
 	})
-	aliceOrders := svc.AccountTable("alice", "orders")
-	aliceUsers := svc.AccountTable("alice", "users")
-	bobOrders := svc.AccountTable("bob", "orders")
+	aliceOrders := svc.Table("alice", "orders")
+	aliceUsers := svc.Table("alice", "users")
+	bobOrders := svc.Table("bob", "orders")
 
 	for i := range 100 { // alice's whole bucket, one second's worth
 		aliceOrders.Admit(fmt.Sprint("pk", i), partition.KindInsert, 1)
 	}
 	fmt.Println("alice/users:", aliceUsers.Admit("pk", partition.KindInsert, 1).Message())
-	fmt.Println("bob/orders admitted:", bobOrders.Admit("pk", partition.KindInsert, 1).OK())
+	fmt.Println("bob/orders admitted:", bobOrders.Admit("pk", partition.KindInsert, 1).Fault == partition.FaultNone)
 	// Output:
 	// alice/users: Operations per second is over the account limit.
 	// bob/orders admitted: true

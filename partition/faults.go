@@ -59,14 +59,15 @@ func (c Cause) String() string {
 	return "cause(?)"
 }
 
-// Decision is the answer to an admission: two bytes, returned by value.
+// Decision is the answer to an admission (Table.Admit, Service.AdmitTableOp), for the root
+// package, which turns a refusal into the service's error: two bytes, returned by value.
 type Decision struct {
 	Fault FaultKind
 	Cause Cause
 }
 
-// OK reports whether the operation may proceed.
-func (d Decision) OK() bool { return d.Fault == FaultNone }
+// ok reports whether the operation may proceed.
+func (d Decision) ok() bool { return d.Fault == FaultNone }
 
 // Message is the service's error message for the decision ("" when OK).
 // The account limit has its own ServerBusy message; every other ServerBusy

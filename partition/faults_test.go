@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func drawFaults(acct *Account, n int, kind Kind) []Decision {
-	tb := acct.Table("t")
+func drawFaults(svc *Service, n int, kind Kind) []Decision {
+	tb := svc.Table("", "t")
 	out := make([]Decision, n)
 	for i := range out {
 		out[i] = tb.Admit("p", kind, 1)
@@ -18,42 +18,42 @@ func drawFaults(acct *Account, n int, kind Kind) []Decision {
 }
 
 func TestFaultsAreOffByDefault(t *testing.T) {
-	acct := New(&Options{Now: newFakeClock().Now})
-	for _, d := range drawFaults(acct, 1000, KindInsert) {
-		assert.True(t, d.OK())
+	svc := NewService(&Options{Now: newFakeClock().Now})
+	for _, d := range drawFaults(svc, 1000, KindInsert) {
+		assert.True(t, d.ok())
 	}
-	assert.False(t, acct.MustEndPage(1_000_000))
-	assert.True(t, acct.AdmitTableOp(KindCreateTable).OK())
-	assert.Equal(t, Faults{}, acct.Faults())
+	assert.False(t, svc.MustEndPage(1_000_000))
+	assert.True(t, svc.AdmitTableOp(KindCreateTable).ok())
+	assert.Equal(t, Faults{}, svc.Faults())
 }
 
 func TestFaultInjectionIsDeterministic(t *testing.T) {
 	cfg := Faults{Seed: 42, ServerBusy: 0.1, Timeout: 0.05}
-	newAcct := func(f Faults) *Account {
-		return New(&Options{Now: newFakeClock().Now, Limits: Limits{Mode: LimitOff}, Faults: f})
+	newSvc := func(f Faults) *Service {
+		return NewService(&Options{Now: newFakeClock().Now, Limits: Limits{Mode: LimitOff}, Faults: f})
 	}
-	a := drawFaults(newAcct(cfg), 2000, KindInsert)
-	b := drawFaults(newAcct(cfg), 2000, KindInsert)
+	a := drawFaults(newSvc(cfg), 2000, KindInsert)
+	b := drawFaults(newSvc(cfg), 2000, KindInsert)
 	assert.Equal(t, a, b, "same seed, same calls, same faults")
 
 	other := cfg
 	other.Seed = 43
-	assert.NotEqual(t, a, drawFaults(newAcct(other), 2000, KindInsert), "another seed, other faults")
+	assert.NotEqual(t, a, drawFaults(newSvc(other), 2000, KindInsert), "another seed, other faults")
 
 	// SetFaults restarts the sequence.
-	acct := newAcct(Faults{})
-	acct.SetFaults(cfg)
-	assert.Equal(t, a[:100], drawFaults(acct, 100, KindInsert))
-	acct.SetFaults(cfg)
-	assert.Equal(t, a[:100], drawFaults(acct, 100, KindInsert))
+	svc := newSvc(Faults{})
+	svc.SetFaults(cfg)
+	assert.Equal(t, a[:100], drawFaults(svc, 100, KindInsert))
+	svc.SetFaults(cfg)
+	assert.Equal(t, a[:100], drawFaults(svc, 100, KindInsert))
 }
 
 func TestFaultRatesMatchProbabilities(t *testing.T) {
-	acct := New(&Options{Now: newFakeClock().Now, Limits: Limits{Mode: LimitOff},
+	svc := NewService(&Options{Now: newFakeClock().Now, Limits: Limits{Mode: LimitOff},
 		Faults: Faults{Seed: 7, ServerBusy: 0.1, Timeout: 0.05}})
 	const n = 100_000
 	var busy, timeout int
-	for _, d := range drawFaults(acct, n, KindGet) {
+	for _, d := range drawFaults(svc, n, KindGet) {
 		switch d.Fault {
 		case FaultServerBusy:
 			busy++
@@ -70,47 +70,47 @@ func TestFaultRatesMatchProbabilities(t *testing.T) {
 }
 
 func TestFaultsOnChosenKindsOnly(t *testing.T) {
-	acct := New(&Options{Now: newFakeClock().Now, Limits: Limits{Mode: LimitOff},
+	svc := NewService(&Options{Now: newFakeClock().Now, Limits: Limits{Mode: LimitOff},
 		Faults: Faults{Seed: 1, ServerBusy: 1, Kinds: Kinds(KindInsert, KindBatch)}})
-	tb := acct.Table("t")
+	tb := svc.Table("", "t")
 	assert.Equal(t, FaultServerBusy, tb.Admit("p", KindInsert, 1).Fault)
 	assert.Equal(t, FaultServerBusy, tb.Admit("p", KindBatch, 10).Fault)
-	assert.True(t, tb.Admit("p", KindGet, 1).OK())
-	assert.True(t, tb.Admit("p", KindQuery, 0).OK())
-	assert.True(t, acct.AdmitTableOp(KindCreateTable).OK())
-	assert.Equal(t, "insert,batch", acct.Faults().Kinds.String())
+	assert.True(t, tb.Admit("p", KindGet, 1).ok())
+	assert.True(t, tb.Admit("p", KindQuery, 0).ok())
+	assert.True(t, svc.AdmitTableOp(KindCreateTable).ok())
+	assert.Equal(t, "insert,batch", svc.Faults().Kinds.String())
 
-	acct.SetFaults(Faults{Timeout: 1, Kinds: Kinds(KindQueryTables)})
-	assert.Equal(t, FaultOperationTimedOut, acct.AdmitTableOp(KindQueryTables).Fault)
-	assert.True(t, tb.Admit("p", KindInsert, 1).OK())
+	svc.SetFaults(Faults{Timeout: 1, Kinds: Kinds(KindQueryTables)})
+	assert.Equal(t, FaultOperationTimedOut, svc.AdmitTableOp(KindQueryTables).Fault)
+	assert.True(t, tb.Admit("p", KindInsert, 1).ok())
 }
 
 func TestInjectedFaultsChargeNothing(t *testing.T) {
-	acct := New(&Options{Now: newFakeClock().Now, Faults: Faults{ServerBusy: 1}})
-	tb := acct.Table("t")
+	svc := NewService(&Options{Now: newFakeClock().Now, Faults: Faults{ServerBusy: 1}})
+	tb := svc.Table("", "t")
 	for range 5000 {
-		require.False(t, tb.Admit("p", KindInsert, 1).OK())
+		require.False(t, tb.Admit("p", KindInsert, 1).ok())
 	}
-	rep := acct.Report()
+	rep := svc.Report()
 	assert.Zero(t, rep.Offered)
 	assert.Zero(t, rep.ThrottledPartition)
 }
 
 func TestForcedContinuation(t *testing.T) {
-	acct := New(&Options{Faults: Faults{ContinuationEvery: 3}})
-	assert.False(t, acct.MustEndPage(0))
-	assert.False(t, acct.MustEndPage(2))
-	assert.True(t, acct.MustEndPage(3))
-	assert.True(t, acct.MustEndPage(4))
-	acct.SetFaults(Faults{})
-	assert.False(t, acct.MustEndPage(3))
+	svc := NewService(&Options{Faults: Faults{ContinuationEvery: 3}})
+	assert.False(t, svc.MustEndPage(0))
+	assert.False(t, svc.MustEndPage(2))
+	assert.True(t, svc.MustEndPage(3))
+	assert.True(t, svc.MustEndPage(4))
+	svc.SetFaults(Faults{})
+	assert.False(t, svc.MustEndPage(3))
 }
 
 func TestRangeOfflineDuringSplit(t *testing.T) {
 	clk := newFakeClock()
-	acct := New(&Options{Now: clk.Now, Faults: Faults{OfflineOnSplit: true, OfflineFor: 10 * time.Second}})
-	tb := acct.Table("t")
-	require.True(t, tb.Admit("a", KindInsert, 1).OK())
+	svc := NewService(&Options{Now: clk.Now, Faults: Faults{OfflineOnSplit: true, OfflineFor: 10 * time.Second}})
+	tb := svc.Table("", "t")
+	require.True(t, tb.Admit("a", KindInsert, 1).ok())
 	require.True(t, tb.SplitAt("m"))
 	for _, k := range []string{"a", "z"} {
 		d := tb.Admit(k, KindInsert, 1)
@@ -119,26 +119,26 @@ func TestRangeOfflineDuringSplit(t *testing.T) {
 	}
 	assert.True(t, tb.Ranges()[0].Offline)
 	clk.Advance(10 * time.Second)
-	assert.True(t, tb.Admit("a", KindInsert, 1).OK())
-	assert.True(t, tb.Admit("z", KindInsert, 1).OK())
+	assert.True(t, tb.Admit("a", KindInsert, 1).ok())
+	assert.True(t, tb.Admit("z", KindInsert, 1).ok())
 	assert.False(t, tb.Ranges()[1].Offline)
 
 	// Refused while offline, the operations did not use up the key's tokens.
-	acct.SetLimitMode(LimitEnforce)
+	svc.SetLimitMode(LimitEnforce)
 	require.True(t, tb.SplitAt("t"))
 	for range 3000 {
 		require.Equal(t, CauseOffline, tb.Admit("z", KindInsert, 1).Cause)
 	}
 	clk.Advance(10 * time.Second)
-	assert.True(t, tb.Admit("z", KindBatch, 2000).OK())
+	assert.True(t, tb.Admit("z", KindBatch, 2000).ok())
 
 	// A load-driven split takes its halves offline too.
-	acct2 := New(&Options{Now: clk.Now, Faults: Faults{OfflineOnSplit: true},
+	svc2 := NewService(&Options{Now: clk.Now, Faults: Faults{OfflineOnSplit: true},
 		Balance: Balance{SplitAfter: 30 * time.Second}})
-	tb2 := acct2.Table("t")
+	tb2 := svc2.Table("", "t")
 	key := guidKeys(1)
 	var elapsed time.Duration
-	for tb2.Len() == 1 {
+	for tb2.rangeCount() == 1 {
 		require.Less(t, elapsed, time.Minute, "no split")
 		tb2.Admit(key(0), KindBatch, 100)
 		clk.Advance(time.Second / 30)

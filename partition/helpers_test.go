@@ -37,7 +37,7 @@ func offer(clk *fakeClock, t *Table, callsPerSec int, dur time.Duration, kind Ki
 	step := time.Second / time.Duration(callsPerSec)
 	calls := int(dur / step)
 	for i := range calls {
-		if t.Admit(key(i), kind, n).OK() {
+		if t.Admit(key(i), kind, n).ok() {
 			admitted += n
 		} else {
 			refused += n

@@ -6,8 +6,8 @@ import (
 )
 
 // The throttling history says when throttling began and how it went: entities throttled
-// per HistoryInterval over the last HistoryLen intervals (five minutes), on the account's
-// clock, for each range partition and for the account.
+// per HistoryInterval over the last HistoryLen intervals (five minutes), on the service's
+// clock, for each range partition and for the service (every account's).
 const (
 	HistoryInterval = 10 * time.Second
 	HistoryLen      = 30
@@ -107,13 +107,14 @@ func addHistory(h **history, now, n int64) {
 	(*h).add(now, n)
 }
 
-// accountHistory is the account's throttling history, by the limit that refused.
-type accountHistory struct {
+// serviceHistory is the service's throttling history, every account's, by the limit that
+// refused.
+type serviceHistory struct {
 	mu                 sync.Mutex
 	partition, account history
 }
 
-func (a *accountHistory) add(now int64, cause Cause, n int64) {
+func (a *serviceHistory) add(now int64, cause Cause, n int64) {
 	a.mu.Lock()
 	if cause == CauseAccountLimit {
 		a.account.add(now, n)
@@ -124,7 +125,7 @@ func (a *accountHistory) add(now int64, cause Cause, n int64) {
 }
 
 // fill sets the report's account histories at now.
-func (a *accountHistory) fill(rep *Report, now int64) {
+func (a *serviceHistory) fill(rep *Report, now int64) {
 	a.mu.Lock()
 	rep.ThrottledPartitionHistory = a.partition.series(now)
 	rep.ThrottledAccountHistory = a.account.series(now)

@@ -10,11 +10,11 @@ import (
 
 func TestThrottlingHistory(t *testing.T) {
 	clk := newFakeClock()
-	acct := New(&Options{Now: clk.Now, Limits: Limits{Mode: LimitEnforce}})
-	tb := acct.Table("t")
+	svc := NewService(&Options{Now: clk.Now, Limits: Limits{Mode: LimitEnforce}})
+	tb := svc.Table("", "t")
 	// Quiet first: a minute within the limit leaves no history.
 	offer(clk, tb, 1000, time.Minute, KindInsert, 1, func(int) string { return "hot" })
-	rep := acct.Report()
+	rep := svc.Report()
 	assert.Nil(t, rep.ThrottledPartitionHistory)
 	assert.Nil(t, rep.Tables[0].Ranges[0].ThrottledHistory)
 
@@ -22,7 +22,7 @@ func TestThrottlingHistory(t *testing.T) {
 	_, refused := offer(clk, tb, 4000, 30*time.Second, KindInsert, 1, func(int) string { return "hot" })
 	require.Positive(t, refused)
 	clk.Advance(time.Minute)
-	rep = acct.Report()
+	rep = svc.Report()
 	h := rep.ThrottledPartitionHistory
 	require.Len(t, h, HistoryLen)
 	var sum int64
@@ -39,7 +39,7 @@ func TestThrottlingHistory(t *testing.T) {
 
 	// Five minutes later the history has forgotten it.
 	clk.Advance(HistoryInterval * HistoryLen)
-	rep = acct.Report()
+	rep = svc.Report()
 	assert.Nil(t, rep.ThrottledPartitionHistory)
 	assert.Nil(t, rep.Tables[0].Ranges[0].ThrottledHistory)
 	assert.Equal(t, int64(refused), rep.ThrottledPartition, "the cumulative count stays")
@@ -47,11 +47,11 @@ func TestThrottlingHistory(t *testing.T) {
 
 func TestThrottlingHistoryAccountLimit(t *testing.T) {
 	clk := newFakeClock()
-	acct := New(&Options{Now: clk.Now, Limits: Limits{Mode: LimitEnforce, AccountRate: 1000}})
-	tb := acct.Table("t")
+	svc := NewService(&Options{Now: clk.Now, Limits: Limits{Mode: LimitEnforce, AccountRate: 1000}})
+	tb := svc.Table("", "t")
 	_, refused := offer(clk, tb, 1500, 10*time.Second, KindInsert, 1, counterKeys(0))
 	require.Positive(t, refused)
-	rep := acct.Report()
+	rep := svc.Report()
 	var sum int64
 	for _, n := range rep.ThrottledAccountHistory {
 		sum += n

@@ -49,14 +49,14 @@ type keyTable struct {
 }
 
 func (t *Table) shard(pk string) *keyShard {
-	return &t.keys.shards[maphash.String(t.acct.hashSeed, pk)&(keyShards-1)]
+	return &t.keys.shards[maphash.String(t.svc.hashSeed, pk)&(keyShards-1)]
 }
 
 // takeKey runs pk's bucket for n entities and records the traffic. It
 // reports whether the partition limit admits them (and charged them).
 func (t *Table) takeKey(pk string, n, now int64) bool {
-	a := t.acct
-	p := a.keyLimit.Load()
+	svc := t.svc
+	p := svc.keyLimit.Load()
 	sh := t.shard(pk)
 	sh.mu.Lock()
 	b := t.bucket(sh, pk, now)
@@ -67,7 +67,7 @@ func (t *Table) takeKey(pk string, n, now int64) bool {
 	b.last = now
 	b.offered += n
 	if n > 0 {
-		b.rate.add(now, a.bal.window, float64(n))
+		b.rate.add(now, svc.bal.window, float64(n))
 	}
 	if !ok {
 		b.throttled += max(n, 1)
@@ -78,23 +78,23 @@ func (t *Table) takeKey(pk string, n, now int64) bool {
 
 // chargeKey charges pk's bucket n entities after the fact.
 func (t *Table) chargeKey(pk string, n, now int64) {
-	a := t.acct
+	svc := t.svc
 	sh := t.shard(pk)
 	sh.mu.Lock()
 	b := t.bucket(sh, pk, now)
-	if p := a.keyLimit.Load(); p.enabled {
+	if p := svc.keyLimit.Load(); p.enabled {
 		b.tat = p.charge(b.tat, now, n)
 	}
 	b.last = now
 	b.offered += n
-	b.rate.add(now, a.bal.window, float64(n))
+	b.rate.add(now, svc.bal.window, float64(n))
 	sh.mu.Unlock()
 }
 
 // refundKey undoes takeKey's charge when the account limit refused the
 // operation after the partition limit admitted it.
 func (t *Table) refundKey(pk string, n int64) {
-	p := t.acct.keyLimit.Load()
+	p := t.svc.keyLimit.Load()
 	if !p.enabled {
 		return
 	}
@@ -129,7 +129,7 @@ func (t *Table) bucket(sh *keyShard, pk string, now int64) *keyBucket {
 	if sh.m == nil {
 		sh.m = make(map[string]*keyBucket)
 	}
-	if len(sh.m) >= t.acct.shardCap {
+	if len(sh.m) >= t.svc.shardCap {
 		t.sweep(sh, now, true)
 	}
 	var b *keyBucket
@@ -150,7 +150,7 @@ func (t *Table) bucket(sh *keyShard, pk string, now int64) *keyBucket {
 // When force is set (the shard is at its cap) and nothing was idle, it drops
 // one bucket anyway, preferring a full one. Called with sh.mu held.
 func (t *Table) sweep(sh *keyShard, now int64, force bool) {
-	idle := t.acct.idleAfter
+	idle := t.svc.idleAfter
 	sh.nextSweep = now + idle
 	dropped := false
 	for k, b := range sh.m {
@@ -228,13 +228,13 @@ func (t *Table) trackedKeys() int {
 // hotKeys lists the keys whose recent rate reaches hotRate or that were
 // throttled, hottest first, at most hotKeyShown.
 func (t *Table) hotKeys(now int64, hotRate float64) []KeyInfo {
-	a := t.acct
+	svc := t.svc
 	byKey := make(map[string]KeyInfo)
 	for i := range t.keys.shards {
 		sh := &t.keys.shards[i]
 		sh.mu.Lock()
 		for k, b := range sh.m {
-			r := b.rate.rate(now, a.bal.window)
+			r := b.rate.rate(now, svc.bal.window)
 			if r >= hotRate || b.throttled > 0 {
 				byKey[k] = KeyInfo{PartitionKey: k, Rate: r, Offered: b.offered, Throttled: b.throttled}
 			}

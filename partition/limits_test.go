@@ -15,10 +15,10 @@ import (
 func TestHotKeyLimitPerMode(t *testing.T) {
 	run := func(mode LimitMode) (admitted, refused int, rep Report) {
 		clk := newFakeClock()
-		acct := New(&Options{Now: clk.Now, Limits: Limits{Mode: mode}})
-		tb := acct.Table("t")
+		svc := NewService(&Options{Now: clk.Now, Limits: Limits{Mode: mode}})
+		tb := svc.Table("", "t")
 		admitted, refused = offer(clk, tb, 3000, time.Minute, KindInsert, 1, func(int) string { return "hot" })
-		return admitted, refused, acct.Report()
+		return admitted, refused, svc.Report()
 	}
 
 	t.Run("enforce", func(t *testing.T) {
@@ -59,15 +59,15 @@ func TestAccountLimitWithManyKeys(t *testing.T) {
 	for _, mode := range []LimitMode{LimitEnforce, LimitObserve} {
 		t.Run(mode.String(), func(t *testing.T) {
 			clk := newFakeClock()
-			acct := New(&Options{Now: clk.Now, Limits: Limits{Mode: mode}})
-			tb := acct.Table("t")
+			svc := NewService(&Options{Now: clk.Now, Limits: Limits{Mode: mode}})
+			tb := svc.Table("", "t")
 			var last Decision
 			// 200 keys at 150 entities/s each: 30,000/s against 20,000/s.
 			step := time.Second / 3000
 			admitted := 0
 			for i := range 3000 * 30 {
 				d := tb.Admit(fmt.Sprintf("k%03d", i%200), KindBatch, 10)
-				if d.OK() {
+				if d.ok() {
 					admitted += 10
 				}
 				if d.Cause != CauseNone {
@@ -75,7 +75,7 @@ func TestAccountLimitWithManyKeys(t *testing.T) {
 				}
 				clk.Advance(step)
 			}
-			rep := acct.Report()
+			rep := svc.Report()
 			assert.Zero(t, rep.ThrottledPartition, "no key is over its own limit")
 			assert.Equal(t, CauseAccountLimit, last.Cause)
 			if mode == LimitEnforce {
@@ -98,76 +98,76 @@ func TestAccountLimitWithManyKeys(t *testing.T) {
 // the bucket goes into debt and the next operations pay for it.
 func TestQueryChargedAfterTheFactGoesIntoDebt(t *testing.T) {
 	clk := newFakeClock()
-	acct := New(&Options{Now: clk.Now, Limits: Limits{Mode: LimitEnforce}})
-	tb := acct.Table("t")
+	svc := NewService(&Options{Now: clk.Now, Limits: Limits{Mode: LimitEnforce}})
+	tb := svc.Table("", "t")
 
-	require.True(t, tb.Admit("p", KindQuery, 0).OK())
+	require.True(t, tb.Admit("p", KindQuery, 0).ok())
 	tb.Charge("p", 5000) // burst is 2,000: 3,000 in debt, 1.5 s to repay
 	d := tb.Admit("p", KindQuery, 0)
 	assert.Equal(t, Decision{FaultServerBusy, CausePartitionLimit}, d)
 	assert.Equal(t, "The server is busy.", d.Message())
-	assert.True(t, tb.Admit("other", KindGet, 1).OK(), "other keys have their own bucket")
+	assert.True(t, tb.Admit("other", KindGet, 1).ok(), "other keys have their own bucket")
 
 	clk.Advance(1400 * time.Millisecond)
-	assert.False(t, tb.Admit("p", KindGet, 1).OK(), "still in debt")
+	assert.False(t, tb.Admit("p", KindGet, 1).ok(), "still in debt")
 	clk.Advance(200 * time.Millisecond)
-	assert.True(t, tb.Admit("p", KindGet, 1).OK())
+	assert.True(t, tb.Admit("p", KindGet, 1).ok())
 
 	// Charges reach the account bucket too.
-	acct2 := New(&Options{Now: clk.Now, Limits: Limits{Mode: LimitEnforce, AccountRate: 1000}})
-	tb2 := acct2.Table("t")
+	svc2 := NewService(&Options{Now: clk.Now, Limits: Limits{Mode: LimitEnforce, AccountRate: 1000}})
+	tb2 := svc2.Table("", "t")
 	tb2.Charge("a", 3000)
 	assert.Equal(t, CauseAccountLimit, tb2.Admit("b", KindGet, 1).Cause)
-	assert.Equal(t, int64(3001), acct2.Report().Offered, "offered load counts refused operations too")
+	assert.Equal(t, int64(3001), svc2.Report().Offered, "offered load counts refused operations too")
 }
 
 func TestBucketRules(t *testing.T) {
 	clk := newFakeClock()
-	acct := New(&Options{Now: clk.Now, Limits: Limits{Mode: LimitEnforce, PartitionRate: 100, PartitionBurst: 10}})
-	tb := acct.Table("t")
+	svc := NewService(&Options{Now: clk.Now, Limits: Limits{Mode: LimitEnforce, PartitionRate: 100, PartitionBurst: 10}})
+	tb := svc.Table("", "t")
 	// A batch larger than the burst is admitted from a full bucket...
-	assert.True(t, tb.Admit("p", KindBatch, 50).OK())
+	assert.True(t, tb.Admit("p", KindBatch, 50).ok())
 	// ... and leaves it 40 in debt: 0.4 s to repay, then one token more.
 	clk.Advance(400 * time.Millisecond)
-	assert.False(t, tb.Admit("p", KindInsert, 1).OK())
+	assert.False(t, tb.Admit("p", KindInsert, 1).ok())
 	clk.Advance(10 * time.Millisecond)
-	assert.True(t, tb.Admit("p", KindInsert, 1).OK())
+	assert.True(t, tb.Admit("p", KindInsert, 1).ok())
 	// A refused operation costs nothing: the bucket refills as if it had not come.
 	clk.Advance(time.Second)
 	for range 10 {
-		require.True(t, tb.Admit("p", KindInsert, 1).OK())
+		require.True(t, tb.Admit("p", KindInsert, 1).ok())
 	}
-	assert.False(t, tb.Admit("p", KindInsert, 1).OK())
+	assert.False(t, tb.Admit("p", KindInsert, 1).ok())
 	clk.Advance(10 * time.Millisecond)
-	assert.True(t, tb.Admit("p", KindInsert, 1).OK())
+	assert.True(t, tb.Admit("p", KindInsert, 1).ok())
 
 	// An infinite rate disables a limit.
-	acct = New(&Options{Now: clk.Now, Limits: Limits{Mode: LimitEnforce, PartitionRate: math.Inf(1)}})
-	tb = acct.Table("t")
+	svc = NewService(&Options{Now: clk.Now, Limits: Limits{Mode: LimitEnforce, PartitionRate: math.Inf(1)}})
+	tb = svc.Table("", "t")
 	for range 10000 {
-		require.True(t, tb.Admit("p", KindInsert, 1).OK())
+		require.True(t, tb.Admit("p", KindInsert, 1).ok())
 	}
-	assert.Equal(t, "unlimited", num(acct.Report().PartitionRate))
+	assert.Equal(t, "unlimited", num(svc.Report().PartitionRate))
 }
 
 func TestSwitchingModesKeepsBuckets(t *testing.T) {
 	clk := newFakeClock()
-	acct := New(&Options{Now: clk.Now})
-	assert.Equal(t, LimitObserve, acct.LimitMode(), "observe is the default")
-	tb := acct.Table("t")
-	assert.True(t, tb.Admit("p", KindBatch, 2000).OK())
-	acct.SetLimitMode(LimitEnforce)
-	assert.False(t, tb.Admit("p", KindInsert, 1).OK())
-	acct.SetLimitMode(LimitOff)
-	assert.True(t, tb.Admit("p", KindInsert, 1).OK())
-	assert.Equal(t, LimitOff, acct.Limits().Mode)
-	assert.Equal(t, 2000.0, acct.Limits().PartitionBurst)
+	svc := NewService(&Options{Now: clk.Now})
+	assert.Equal(t, LimitObserve, svc.limitMode(), "observe is the default")
+	tb := svc.Table("", "t")
+	assert.True(t, tb.Admit("p", KindBatch, 2000).ok())
+	svc.SetLimitMode(LimitEnforce)
+	assert.False(t, tb.Admit("p", KindInsert, 1).ok())
+	svc.SetLimitMode(LimitOff)
+	assert.True(t, tb.Admit("p", KindInsert, 1).ok())
+	assert.Equal(t, LimitOff, svc.Limits().Mode)
+	assert.Equal(t, 2000.0, svc.Limits().PartitionBurst)
 }
 
 func TestIdleBucketsAreDropped(t *testing.T) {
 	clk := newFakeClock()
-	acct := New(&Options{Now: clk.Now})
-	tb := acct.Table("t")
+	svc := NewService(&Options{Now: clk.Now})
+	tb := svc.Table("", "t")
 	key := guidKeys(5)
 	// 100,000 distinct keys, one every millisecond: only those of the last
 	// second or two are worth a bucket.
@@ -181,8 +181,8 @@ func TestIdleBucketsAreDropped(t *testing.T) {
 
 func TestTrackedKeysCappedWhenTheClockStands(t *testing.T) {
 	clk := newFakeClock()
-	acct := New(&Options{Now: clk.Now, Limits: Limits{MaxKeys: 1024}})
-	tb := acct.Table("t")
+	svc := NewService(&Options{Now: clk.Now, Limits: Limits{MaxKeys: 1024}})
+	tb := svc.Table("", "t")
 	for i := range 10000 {
 		tb.Admit(fmt.Sprint(i), KindInsert, 1)
 	}
@@ -191,8 +191,8 @@ func TestTrackedKeysCappedWhenTheClockStands(t *testing.T) {
 
 func TestThrottledKeysOutliveTheirBuckets(t *testing.T) {
 	clk := newFakeClock()
-	acct := New(&Options{Now: clk.Now, Limits: Limits{Mode: LimitEnforce}})
-	tb := acct.Table("t")
+	svc := NewService(&Options{Now: clk.Now, Limits: Limits{Mode: LimitEnforce}})
+	tb := svc.Table("", "t")
 	_, refused := offer(clk, tb, 3000, 5*time.Second, KindInsert, 1, func(int) string { return "hot" })
 	require.Positive(t, refused)
 	// Other traffic long after: the hot key's bucket is swept away.
@@ -201,7 +201,7 @@ func TestThrottledKeysOutliveTheirBuckets(t *testing.T) {
 		tb.Admit(fmt.Sprint(i), KindInsert, 1)
 		clk.Advance(time.Millisecond)
 	}
-	hk := acct.Report().Tables[0].HotKeys
+	hk := svc.Report().Tables[0].HotKeys
 	require.NotEmpty(t, hk)
 	assert.Equal(t, "hot", hk[0].PartitionKey)
 	assert.Equal(t, int64(refused), hk[0].Throttled)
@@ -212,28 +212,28 @@ func TestThrottledKeysOutliveTheirBuckets(t *testing.T) {
 // starts full under them, and the report and Limits say what is in force.
 func TestSetRatesWhileRunning(t *testing.T) {
 	clk := newFakeClock()
-	acct := New(&Options{Now: clk.Now, Limits: Limits{Mode: LimitEnforce}})
-	tb := acct.Table("t")
+	svc := NewService(&Options{Now: clk.Now, Limits: Limits{Mode: LimitEnforce}})
+	tb := svc.Table("", "t")
 
-	acct.SetRates(Limits{PartitionRate: 1, AccountRate: 1000})
-	assert.True(t, tb.Admit("k", KindInsert, 1).OK(), "a full bucket of one")
+	svc.SetRates(Limits{PartitionRate: 1, AccountRate: 1000})
+	assert.True(t, tb.Admit("k", KindInsert, 1).ok(), "a full bucket of one")
 	d := tb.Admit("k", KindInsert, 1)
 	assert.Equal(t, Decision{FaultServerBusy, CausePartitionLimit}, d, "one entity/s, and the second came at once")
 
-	acct.SetRates(Limits{PartitionRate: 1000, AccountRate: 2})
-	assert.True(t, tb.Admit("k", KindInsert, 1).OK(), "the key's debt is forgiven under the new rates")
-	assert.True(t, tb.Admit("other", KindInsert, 1).OK())
+	svc.SetRates(Limits{PartitionRate: 1000, AccountRate: 2})
+	assert.True(t, tb.Admit("k", KindInsert, 1).ok(), "the key's debt is forgiven under the new rates")
+	assert.True(t, tb.Admit("other", KindInsert, 1).ok())
 	d = tb.Admit("third", KindInsert, 1)
 	assert.Equal(t, Decision{FaultServerBusy, CauseAccountLimit}, d, "two entities/s for the account")
 
-	l := acct.Limits()
-	assert.Equal(t, Limits{Mode: LimitEnforce, PartitionRate: 1000, PartitionBurst: 1000, AccountRate: 2, AccountBurst: 2, MaxKeys: DefaultMaxKeys}, l)
-	rep := acct.Report()
+	l := svc.Limits()
+	assert.Equal(t, Limits{Mode: LimitEnforce, PartitionRate: 1000, PartitionBurst: 1000, AccountRate: 2, AccountBurst: 2, MaxKeys: defaultMaxKeys}, l)
+	rep := svc.Report()
 	assert.Equal(t, 1000.0, rep.PartitionRate)
 	assert.Equal(t, 2.0, rep.AccountRate)
 
-	acct.SetRates(Limits{})
-	l = acct.Limits()
+	svc.SetRates(Limits{})
+	l = svc.Limits()
 	assert.Equal(t, DefaultPartitionRate, l.PartitionRate, "zero takes the default")
 	assert.Equal(t, DefaultAccountRate, l.AccountBurst, "a second's worth")
 }

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Options configure an Account. The zero value is ready to use: every zero
+// Options configure a Service. The zero value is ready to use: every zero
 // (or negative) field takes the default named in its comment.
 type Options struct {
 	// Now is the clock. Every rate, window and wait in the package is
@@ -62,7 +62,7 @@ type Limits struct {
 	// Default one second's worth of PartitionRate.
 	PartitionBurst float64
 	// AccountRate is the target of each account, in entities/s: every
-	// account (see Account.AccountTable) has a bucket of its own at this
+	// account (see Service.Table) has a bucket of its own at this
 	// rate. Default 20,000 ("Performance and scalability checklist for Table
 	// storage").
 	AccountRate float64
@@ -106,8 +106,8 @@ type Balance struct {
 	// for ranges and for PartitionKeys. Default 10 seconds.
 	Window time.Duration
 	// Interval is how often, on the injected clock, the balancer looks at a
-	// table. It runs lazily inside the operations of that table (or when
-	// Account.Balance is called), never on a goroutine of its own.
+	// table. It runs lazily inside the operations of that table, never on a
+	// goroutine of its own.
 	// Default 1 second.
 	Interval time.Duration
 	// SampleSize bounds the per-range sample of PartitionKeys used to find
@@ -130,7 +130,7 @@ type Faults struct {
 	// means every kind.
 	Kinds KindSet
 	// ContinuationEvery forces a query page to end (with a continuation
-	// token) after this many scanned entities; see Account.MustEndPage.
+	// token) after this many scanned entities; see Service.MustEndPage.
 	// Zero disables it.
 	ContinuationEvery int
 	// OfflineOnSplit takes the two halves of a splitting range offline for
@@ -143,18 +143,23 @@ type Faults struct {
 	OfflineFor time.Duration
 }
 
-// Defaults, named so that documentation and tests can refer to them.
+// The defaults of the limits and faults, which server's management API and
+// cmd/tabula's flags show.
 const (
 	DefaultPartitionRate = 2000.0
 	DefaultAccountRate   = 20000.0
-	DefaultMaxKeys       = 1 << 16
-	DefaultSplitAfter    = 5 * time.Minute
-	DefaultMergeAfter    = 10 * time.Minute
-	DefaultWindow        = 10 * time.Second
-	DefaultInterval      = time.Second
-	DefaultSampleSize    = 128
-	DefaultMaxRanges     = 1024
 	DefaultOfflineFor    = 3 * time.Second
+)
+
+// The other defaults, named so that tests can refer to them.
+const (
+	defaultMaxKeys    = 1 << 16
+	defaultSplitAfter = 5 * time.Minute
+	defaultMergeAfter = 10 * time.Minute
+	defaultWindow     = 10 * time.Second
+	defaultInterval   = time.Second
+	defaultSampleSize = 128
+	defaultMaxRanges  = 1024
 )
 
 // bucketParams is one token bucket's configuration in the units the hot path
@@ -218,25 +223,25 @@ func (b Balance) params() balanceParams {
 		p.splitAbove = DefaultPartitionRate
 	}
 	if p.splitAfter <= 0 {
-		p.splitAfter = int64(DefaultSplitAfter)
+		p.splitAfter = int64(defaultSplitAfter)
 	}
 	if !(p.mergeBelow > 0) {
 		p.mergeBelow = p.splitAbove / 10
 	}
 	if p.mergeAfter <= 0 {
-		p.mergeAfter = int64(DefaultMergeAfter)
+		p.mergeAfter = int64(defaultMergeAfter)
 	}
 	if p.window <= 0 {
-		p.window = int64(DefaultWindow)
+		p.window = int64(defaultWindow)
 	}
 	if p.interval <= 0 {
-		p.interval = int64(DefaultInterval)
+		p.interval = int64(defaultInterval)
 	}
 	if p.sampleSize <= 0 {
-		p.sampleSize = DefaultSampleSize
+		p.sampleSize = defaultSampleSize
 	}
 	if p.maxRanges <= 0 {
-		p.maxRanges = DefaultMaxRanges
+		p.maxRanges = defaultMaxRanges
 	}
 	return p
 }

@@ -22,7 +22,7 @@ func (c *atomicClock) Now() time.Time { return time.Unix(0, c.ns.Load()) }
 func TestConcurrentUse(t *testing.T) {
 	clk := &atomicClock{}
 	clk.ns.Store(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
-	acct := New(&Options{Now: clk.Now, Seed: 3, Limits: Limits{MaxKeys: 256},
+	svc := NewService(&Options{Now: clk.Now, Seed: 3, Limits: Limits{MaxKeys: 256},
 		Balance: Balance{SplitAfter: 2 * time.Second, MergeAfter: 3 * time.Second, Window: time.Second,
 			Interval: 100 * time.Millisecond, SampleSize: 16}})
 
@@ -31,7 +31,7 @@ func TestConcurrentUse(t *testing.T) {
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
-			tb := acct.Table(fmt.Sprint("t", w%2))
+			tb := svc.Table("", fmt.Sprint("t", w%2))
 			key := guidKeys(uint64(w))
 			for i := range ops {
 				pk := key(0)
@@ -40,11 +40,11 @@ func TestConcurrentUse(t *testing.T) {
 				}
 				switch i % 5 {
 				case 0:
-					if tb.Admit(pk, KindQuery, 0).OK() {
+					if tb.Admit(pk, KindQuery, 0).ok() {
 						tb.Charge(pk, 50)
 					}
 				default:
-					if tb.Admit(pk, KindInsert, 1).OK() {
+					if tb.Admit(pk, KindInsert, 1).ok() {
 						tb.RecordWrite(pk, 1, 100)
 						wrote[w%2].Add(1)
 					}
@@ -56,25 +56,25 @@ func TestConcurrentUse(t *testing.T) {
 	}
 	wg.Go(func() {
 		for i := range 200 {
-			acct.SetLimitMode(LimitMode(i % 3))
+			svc.SetLimitMode(LimitMode(i % 3))
 			if i%2 == 0 {
-				acct.SetFaults(Faults{Seed: uint64(i), ServerBusy: 0.01, OfflineOnSplit: true, OfflineFor: time.Millisecond})
+				svc.SetFaults(Faults{Seed: uint64(i), ServerBusy: 0.01, OfflineOnSplit: true, OfflineFor: time.Millisecond})
 			} else {
-				acct.SetFaults(Faults{})
+				svc.SetFaults(Faults{})
 			}
-			_ = acct.Report().String()
-			acct.Balance()
-			acct.Table("t0").SplitAt(fmt.Sprintf("%x", i))
-			acct.MustEndPage(i)
-			acct.AdmitTableOp(KindQueryTables)
+			_ = svc.Report().String()
+			svc.balanceNow()
+			svc.Table("", "t0").SplitAt(fmt.Sprintf("%x", i))
+			svc.MustEndPage(i)
+			svc.AdmitTableOp(KindQueryTables)
 			if i == 100 {
-				acct.ResetStats()
+				svc.ResetStats()
 			}
 		}
 	})
 	wg.Wait()
 
-	rep := acct.Report()
+	rep := svc.Report()
 	require.Len(t, rep.Tables, 2)
 	for i, tr := range rep.Tables {
 		assert.Equal(t, wrote[i].Load(), tr.Entities, tr.Name)

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+
+	"github.com/tabuladb/tabula/internal/keyorder"
 )
 
 // rateCounter estimates a recent rate over a window w with two slots aligned
@@ -95,7 +97,7 @@ func (r *reservoir) splitAt(at string) reservoir {
 	var right reservoir
 	kept := r.items[:0]
 	for _, s := range r.items {
-		if compareKeys(s.key, at) >= 0 {
+		if keyorder.CompareKeys(s.key, at) >= 0 {
 			right.items = append(right.items, s)
 		} else {
 			kept = append(kept, s)
@@ -133,7 +135,7 @@ func (r *reservoir) fractionBelow(key string, bytes bool) (float64, bool) {
 			w = s.b
 		}
 		total += w
-		if compareKeys(s.key, key) < 0 {
+		if keyorder.CompareKeys(s.key, key) < 0 {
 			below += w
 		}
 	}
@@ -181,15 +183,15 @@ func (r *rangePart) record(t *Table, key string, n int64, throttled bool, now in
 	if n <= 0 {
 		return
 	}
-	w := t.acct.bal.window
+	w := t.svc.bal.window
 	r.offered += n
 	r.load.add(now, w, float64(n))
 	r.lastActive = now
-	if t.acct.bal.disabled {
+	if t.svc.bal.disabled {
 		return
 	}
 	r.rollSamples(now / w)
-	r.loadCur.add(sample{key: key, n: n}, t.acct.bal.sampleSize, t.rng)
+	r.loadCur.add(sample{key: key, n: n}, t.svc.bal.sampleSize, t.rng)
 }
 
 // rollSamples keeps the load samples on the same slots as the rate counter,
@@ -215,7 +217,7 @@ func (r *rangePart) rollSamples(slot int64) {
 func (r *rangePart) chooseSplit(scratch []sample) (string, float64, []sample, bool) {
 	scratch = append(scratch[:0], r.loadCur.items...)
 	scratch = append(scratch, r.loadPrev.items...)
-	slices.SortFunc(scratch, func(a, b sample) int { return compareKeys(a.key, b.key) })
+	slices.SortFunc(scratch, func(a, b sample) int { return keyorder.CompareKeys(a.key, b.key) })
 	var total int64
 	for _, s := range scratch {
 		total += s.n
@@ -223,7 +225,7 @@ func (r *rangePart) chooseSplit(scratch []sample) (string, float64, []sample, bo
 	best, bestScore, bestBelow := "", int64(math.MaxInt64), int64(0)
 	var below int64
 	for i, s := range scratch {
-		if i > 0 && s.key != scratch[i-1].key && below > 0 && compareKeys(s.key, r.low) > 0 {
+		if i > 0 && s.key != scratch[i-1].key && below > 0 && keyorder.CompareKeys(s.key, r.low) > 0 {
 			score := 2*below - total
 			if score < 0 {
 				score = -score
@@ -301,7 +303,7 @@ func (t *Table) splitRange(r *rangePart, key string, f float64, now int64) *rang
 	r.hot, r.cold = false, false
 	right.lastActive = r.lastActive
 
-	if fs := t.acct.faults.Load(); fs != nil && fs.cfg.OfflineOnSplit {
+	if fs := t.svc.faults.Load(); fs != nil && fs.cfg.OfflineOnSplit {
 		r.offlineUntil = now + fs.offlineFor
 		right.offlineUntil = r.offlineUntil
 	}
@@ -312,7 +314,7 @@ func (t *Table) splitRange(r *rangePart, key string, f float64, now int64) *rang
 
 // mergeRanges folds right, the next range after left, into left.
 func (t *Table) mergeRanges(left, right *rangePart, now int64) {
-	b := &t.acct.bal
+	b := &t.svc.bal
 	left.cold, left.coldSince = true, max(left.coldStart(b.window), right.coldStart(b.window))
 	left.hot = false
 	left.entities += right.entities

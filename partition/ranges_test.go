@@ -10,8 +10,8 @@ import (
 
 func TestRangeIndexLookupBoundariesAndOrder(t *testing.T) {
 	clk := newFakeClock()
-	acct := New(&Options{Now: clk.Now})
-	tb := acct.Table("t")
+	svc := NewService(&Options{Now: clk.Now})
+	tb := svc.Table("", "t")
 
 	_, ok := tb.NextBoundary("anything")
 	assert.False(t, ok, "one range covers everything at first")
@@ -23,7 +23,7 @@ func TestRangeIndexLookupBoundariesAndOrder(t *testing.T) {
 		require.True(t, tb.SplitAt(k))
 	}
 	assert.False(t, tb.SplitAt("m"), "a range already starts at m")
-	assert.Equal(t, 6, tb.Len())
+	assert.Equal(t, 6, tb.rangeCount())
 
 	// In the service's order the supplementary character comes before U+FFFD.
 	var lows []string
@@ -66,8 +66,8 @@ func TestRangeIndexLookupBoundariesAndOrder(t *testing.T) {
 // every new key is beyond the split.
 func TestAppendOnlyKeepsHittingTheLastRange(t *testing.T) {
 	clk := newFakeClock()
-	acct := New(&Options{Now: clk.Now, Seed: 1}) // default balancing: 2,000/s for 5 min
-	tb := acct.Table("log")
+	svc := NewService(&Options{Now: clk.Now, Seed: 1}) // default balancing: 2,000/s for 5 min
+	tb := svc.Table("", "log")
 
 	// 3,000 entities/s as batches of 100, each under a new, larger key.
 	next := 0
@@ -76,10 +76,10 @@ func TestAppendOnlyKeepsHittingTheLastRange(t *testing.T) {
 	for range 4 {
 		offer(clk, tb, 30, 6*time.Minute, KindBatch, 100, key)
 		next += 30 * 6 * 60
-		lens = append(lens, tb.Len())
+		lens = append(lens, tb.rangeCount())
 	}
 
-	rep := acct.Report()
+	rep := svc.Report()
 	tr := rep.Tables[0]
 	assert.GreaterOrEqual(t, tr.Splits, int64(3), "the last range splits again and again; lens %v", lens)
 	rs := tr.Ranges
@@ -98,15 +98,15 @@ func TestAppendOnlyKeepsHittingTheLastRange(t *testing.T) {
 // shared by several ranges, each below the threshold, and splitting stops.
 func TestRandomKeysSpreadAcrossRangesAfterSplits(t *testing.T) {
 	clk := newFakeClock()
-	acct := New(&Options{Now: clk.Now, Seed: 2})
-	tb := acct.Table("guids")
+	svc := NewService(&Options{Now: clk.Now, Seed: 2})
+	tb := svc.Table("", "guids")
 	key := guidKeys(3)
 
 	offer(clk, tb, 60, 20*time.Minute, KindBatch, 100, func(int) string { return key(0) }) // 6,000 entities/s
-	splits := acct.Report().Tables[0].Splits
+	splits := svc.Report().Tables[0].Splits
 	offer(clk, tb, 60, 6*time.Minute, KindBatch, 100, func(int) string { return key(0) })
 
-	rep := acct.Report()
+	rep := svc.Report()
 	tr := rep.Tables[0]
 	require.GreaterOrEqual(t, len(tr.Ranges), 4)
 	assert.Equal(t, splits, tr.Splits, "no range is hot any more, so splitting has stopped")
@@ -122,16 +122,16 @@ func TestRandomKeysSpreadAcrossRangesAfterSplits(t *testing.T) {
 // storage": a hot partition "cannot be load balanced because it is a single partition").
 func TestSingleHotKeyDoesNotSplit(t *testing.T) {
 	clk := newFakeClock()
-	acct := New(&Options{Now: clk.Now})
-	tb := acct.Table("t")
+	svc := NewService(&Options{Now: clk.Now})
+	tb := svc.Table("", "t")
 	offer(clk, tb, 30, 12*time.Minute, KindBatch, 100, func(int) string { return "hot" })
-	assert.Equal(t, 1, tb.Len())
+	assert.Equal(t, 1, tb.rangeCount())
 }
 
 func TestColdNeighboursMergeAfterConfiguredTime(t *testing.T) {
 	clk := newFakeClock()
-	acct := New(&Options{Now: clk.Now, Balance: Balance{MergeAfter: 2 * time.Minute}})
-	tb := acct.Table("t")
+	svc := NewService(&Options{Now: clk.Now, Balance: Balance{MergeAfter: 2 * time.Minute}})
+	tb := svc.Table("", "t")
 	for _, k := range []string{"b", "c", "d"} {
 		require.True(t, tb.SplitAt(k))
 	}
@@ -140,37 +140,37 @@ func TestColdNeighboursMergeAfterConfiguredTime(t *testing.T) {
 		offer(clk, tb, 10, d, KindBatch, 100, func(int) string { return "a" })
 	}
 	warm(90 * time.Second)
-	assert.Equal(t, 4, tb.Len(), "not cold for long enough yet")
+	assert.Equal(t, 4, tb.rangeCount(), "not cold for long enough yet")
 	warm(60 * time.Second)
-	assert.Equal(t, 2, tb.Len(), "the cold neighbours merged; the warm range stayed")
+	assert.Equal(t, 2, tb.rangeCount(), "the cold neighbours merged; the warm range stayed")
 	rs := tb.Ranges()
 	assert.Equal(t, "b", rs[1].Low)
 	assert.Equal(t, "", rs[1].High)
-	assert.Equal(t, int64(2), acct.Report().Tables[0].Merges)
+	assert.Equal(t, int64(2), svc.Report().Tables[0].Merges)
 
 	// Once it goes quiet too, the warm range merges as well, even if no
 	// operation or balancing pass happens while it is quiet.
 	clk.Advance(3 * time.Minute)
-	acct.Balance()
-	assert.Equal(t, 1, tb.Len())
+	svc.balanceNow()
+	assert.Equal(t, 1, tb.rangeCount())
 }
 
 func TestMergeNeedsCombinedLoadBelowThreshold(t *testing.T) {
 	clk := newFakeClock()
-	acct := New(&Options{Now: clk.Now, Balance: Balance{MergeAfter: time.Minute}})
-	tb := acct.Table("t")
+	svc := NewService(&Options{Now: clk.Now, Balance: Balance{MergeAfter: time.Minute}})
+	tb := svc.Table("", "t")
 	require.True(t, tb.SplitAt("m"))
 	// 150 entities/s on each side: each is cold (< 200) but together they
 	// are not, so they stay apart.
 	keys := []string{"a", "n"}
 	offer(clk, tb, 30, 5*time.Minute, KindInsert, 10, func(i int) string { return keys[i%2] })
-	assert.Equal(t, 2, tb.Len())
+	assert.Equal(t, 2, tb.rangeCount())
 }
 
 func TestRangeMemoryStaysBounded(t *testing.T) {
 	clk := newFakeClock()
-	acct := New(&Options{Now: clk.Now, Balance: Balance{SampleSize: 16}})
-	tb := acct.Table("t")
+	svc := NewService(&Options{Now: clk.Now, Balance: Balance{SampleSize: 16}})
+	tb := svc.Table("", "t")
 	key := guidKeys(9)
 	for range 20000 {
 		k := key(0)
@@ -192,8 +192,8 @@ func TestRangeMemoryStaysBounded(t *testing.T) {
 // exact, and later writes are counted exactly where they land.
 func TestEntityTotalsStayExactAcrossSplitsAndMerges(t *testing.T) {
 	clk := newFakeClock()
-	acct := New(&Options{Now: clk.Now, Balance: Balance{MergeAfter: time.Minute}})
-	tb := acct.Table("t")
+	svc := NewService(&Options{Now: clk.Now, Balance: Balance{MergeAfter: time.Minute}})
+	tb := svc.Table("", "t")
 	keys := counterKeys(0)
 	for i := range 1000 {
 		tb.RecordWrite(keys(i), 1, 1000)
@@ -212,18 +212,18 @@ func TestEntityTotalsStayExactAcrossSplitsAndMerges(t *testing.T) {
 	assert.InDelta(t, 500, rs[2].Entities, 150)
 
 	clk.Advance(5 * time.Minute)
-	acct.Balance()
-	require.Equal(t, 1, tb.Len())
+	svc.balanceNow()
+	require.Equal(t, 1, tb.rangeCount())
 	assert.Equal(t, int64(1000), tb.Ranges()[0].Entities)
 	assert.Equal(t, int64(1000*1000), tb.Ranges()[0].Bytes)
 }
 
 func TestBalancingDisabledKeepsOneRange(t *testing.T) {
 	clk := newFakeClock()
-	acct := New(&Options{Now: clk.Now, Balance: Balance{Disabled: true}})
-	tb := acct.Table("t")
+	svc := NewService(&Options{Now: clk.Now, Balance: Balance{Disabled: true}})
+	tb := svc.Table("", "t")
 	offer(clk, tb, 30, 12*time.Minute, KindBatch, 100, counterKeys(0))
-	assert.Equal(t, 1, tb.Len())
+	assert.Equal(t, 1, tb.rangeCount())
 	assert.InDelta(t, 3000, tb.Ranges()[0].Rate, 100)
 }
 

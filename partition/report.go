@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tabuladb/tabula/internal/keyorder"
 )
 
 // RangeInfo describes one range partition: the PartitionKeys [Low, High).
@@ -45,7 +47,7 @@ type KeyInfo struct {
 // TableReport is one table's part of a Report.
 type TableReport struct {
 	Name string
-	// Account is the account the table belongs to ("" for Account.Table's).
+	// Account is the storage account the table belongs to ("" for the default one).
 	Account         string
 	Entities, Bytes int64
 	Rate            float64
@@ -86,25 +88,25 @@ type Report struct {
 	Tables []TableReport
 }
 
-// Report takes a heat report of the account now.
-func (a *Account) Report() Report {
-	at := a.now()
+// Report takes a heat report of the service now.
+func (svc *Service) Report() Report {
+	at := svc.now()
 	now := at.UnixNano()
-	kl := a.keyLimit.Load()
+	kl := svc.keyLimit.Load()
 	rep := Report{
 		At:                 at,
-		Mode:               a.LimitMode(),
+		Mode:               svc.limitMode(),
 		PartitionRate:      kl.rate,
-		AccountRate:        a.acctLimit.Load().rate,
-		ThrottledPartition: a.throttledPartition.Load(),
-		ThrottledAccount:   a.throttledAccount.Load(),
+		AccountRate:        svc.acctLimit.Load().rate,
+		ThrottledPartition: svc.throttledPartition.Load(),
+		ThrottledAccount:   svc.throttledAccount.Load(),
 	}
-	a.history.fill(&rep, now)
+	svc.history.fill(&rep, now)
 	hotRate := kl.rate / 2
 	if !kl.enabled {
-		hotRate = a.bal.splitAbove / 2
+		hotRate = svc.bal.splitAbove / 2
 	}
-	for _, t := range a.tableList() {
+	for _, t := range svc.tableList() {
 		t.mu.Lock()
 		tr := TableReport{Name: t.name, Account: t.account, Ranges: t.rangeInfos(now), Splits: t.splits, Merges: t.merges}
 		t.mu.Unlock()
@@ -135,7 +137,7 @@ func sortKeyInfos(ks []KeyInfo) {
 		if c := cmp.Compare(y.Throttled, x.Throttled); c != 0 {
 			return c
 		}
-		return compareKeys(x.PartitionKey, y.PartitionKey)
+		return keyorder.CompareKeys(x.PartitionKey, y.PartitionKey)
 	})
 }
 
@@ -148,7 +150,7 @@ func (r Report) String() string {
 
 const keyWidth = 24
 
-// WriteTo writes the report as fixed-width text tables: an account summary,
+// WriteTo writes the report as fixed-width text tables: a summary of the service,
 // then per table its range partitions and hot PartitionKeys. Keys are
 // quoted (so blanks and control characters show) and cut to 24 columns.
 func (r Report) WriteTo(w io.Writer) (int64, error) {

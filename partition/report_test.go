@@ -11,9 +11,9 @@ import (
 
 func TestHeatReport(t *testing.T) {
 	clk := newFakeClock()
-	acct := New(&Options{Now: clk.Now})
-	events := acct.Table("events")
-	users := acct.Table("users")
+	svc := NewService(&Options{Now: clk.Now})
+	events := svc.Table("", "events")
+	users := svc.Table("", "users")
 	require.True(t, events.SplitAt("m"))
 	for i := range 50 {
 		events.RecordWrite(counterKeys(0)(i), 1, 1024)
@@ -22,7 +22,7 @@ func TestHeatReport(t *testing.T) {
 	offer(clk, events, 3000, 20*time.Second, KindInsert, 1, func(int) string { return "hot" })
 	offer(clk, users, 100, 5*time.Second, KindGet, 1, func(i int) string { return "cold" })
 
-	rep := acct.Report()
+	rep := svc.Report()
 	require.Len(t, rep.Tables, 2)
 	assert.Equal(t, "events", rep.Tables[0].Name, "tables in key order")
 	ev := rep.Tables[0]
@@ -82,16 +82,16 @@ func TestQuoteKeyTruncates(t *testing.T) {
 
 func TestResetStats(t *testing.T) {
 	clk := newFakeClock()
-	acct := New(&Options{Now: clk.Now, Limits: Limits{Mode: LimitEnforce}})
-	tb := acct.Table("t")
+	svc := NewService(&Options{Now: clk.Now, Limits: Limits{Mode: LimitEnforce}})
+	tb := svc.Table("", "t")
 	tb.RecordWrite("a", 10, 1000)
 	require.True(t, tb.SplitAt("m"))
 	offer(clk, tb, 3000, 10*time.Second, KindInsert, 1, func(int) string { return "hot" })
-	before := acct.Report()
+	before := svc.Report()
 	require.Positive(t, before.ThrottledPartition)
 
-	acct.ResetStats()
-	rep := acct.Report()
+	svc.ResetStats()
+	rep := svc.Report()
 	tr := rep.Tables[0]
 	assert.Zero(t, rep.ThrottledPartition)
 	assert.Zero(t, rep.Offered)
@@ -107,9 +107,9 @@ func TestResetStats(t *testing.T) {
 	// Data and layout stay, and so do the buckets: "hot" is still empty.
 	assert.Equal(t, int64(10), tr.Entities)
 	assert.Len(t, tr.Ranges, 2)
-	assert.False(t, tb.Admit("hot", KindInsert, 1).OK())
+	assert.False(t, tb.Admit("hot", KindInsert, 1).ok())
 
-	acct.DropTable("t")
-	assert.Empty(t, acct.Report().Tables)
-	assert.NotSame(t, tb, acct.Table("t"), "a re-created table starts afresh")
+	svc.DropTable("", "t")
+	assert.Empty(t, svc.Report().Tables)
+	assert.NotSame(t, tb, svc.Table("", "t"), "a re-created table starts afresh")
 }

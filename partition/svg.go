@@ -50,7 +50,7 @@ func (r Report) Hot(rate float64) bool {
 	return r.PartitionRate > 0 && rate >= r.PartitionRate
 }
 
-// WriteSVG draws the report as an SVG heat map: the account's throttling over the last
+// WriteSVG draws the report as an SVG heat map: the service's throttling over the last
 // minutes, then for each table its range partitions in key order, each as wide as its share
 // of the table's entities and coloured by its recent entities/s against the per-PartitionKey
 // target (see HeatColor), with its hottest PartitionKeys. Hot ranges carry the class "hot"
@@ -105,7 +105,7 @@ func (r Report) WriteSVG(w io.Writer) error {
 	return bw.Flush()
 }
 
-// svgThrottling draws the account's throttled entities per interval, stacked by limit.
+// svgThrottling draws the service's throttled entities per interval, stacked by limit.
 func (r Report) svgThrottling(b *strings.Builder, y int) int {
 	const h = 48
 	var peak int64

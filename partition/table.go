@@ -5,15 +5,17 @@ import (
 	"sync"
 
 	"github.com/google/btree"
+
+	"github.com/tabuladb/tabula/internal/keyorder"
 )
 
 // Table is one table's range partitions, their statistics and its
-// per-PartitionKey buckets. Get it from Account.Table or Account.AccountTable
+// per-PartitionKey buckets, for the root package. Get it from Service.Table
 // and keep it: its methods are the per-operation calls.
 type Table struct {
 	name       string
 	account    string
-	acct       *Account
+	svc        *Service
 	acctBucket *sharedBucket // the account's bucket, shared by its tables
 
 	mu       sync.Mutex // guards everything below
@@ -32,30 +34,23 @@ type Table struct {
 	keys keyTable
 }
 
-func newTable(a *Account, account, name string, bucket *sharedBucket) *Table {
-	now := a.nowNanos()
+func newTable(svc *Service, account, name string, bucket *sharedBucket) *Table {
+	now := svc.nowNanos()
 	t := &Table{
 		name:       name,
 		account:    account,
-		acct:       a,
+		svc:        svc,
 		acctBucket: bucket,
-		tree:       btree.NewG(16, func(x, y *rangePart) bool { return lessKey(x.low, y.low) }),
+		tree:       btree.NewG(16, func(x, y *rangePart) bool { return keyorder.CompareKeys(x.low, y.low) < 0 }),
 		first:      newRange("", now),
 		pivot:      &rangePart{},
-		rng:        newTableRand(a.seed, name),
-		nextPass:   now + a.bal.interval,
+		rng:        newTableRand(svc.seed, name),
+		nextPass:   now + svc.bal.interval,
 	}
 	t.findFn = func(r *rangePart) bool { t.found = r; return false }
 	t.tree.ReplaceOrInsert(t.first)
 	return t
 }
-
-// Name returns the table's name as given to Account.Table or AccountTable.
-func (t *Table) Name() string { return t.name }
-
-// AccountName returns the account the table belongs to, as given to
-// Account.AccountTable ("" for Account.Table).
-func (t *Table) AccountName() string { return t.account }
 
 // lookup returns the range holding pk: the last range whose low <= pk.
 // O(log n); called with t.mu held.
@@ -86,17 +81,17 @@ func (t *Table) lookup(pk string) *rangePart {
 // decision's Cause tells what Enforce would have done. A refused zero-cost
 // check counts as one throttled entity.
 func (t *Table) Admit(pk string, kind Kind, n int) Decision {
-	a := t.acct
-	if f := a.faults.Load(); f != nil {
-		if d := f.decide(kind); !d.OK() {
+	svc := t.svc
+	if f := svc.faults.Load(); f != nil {
+		if d := f.decide(kind); !d.ok() {
 			return d
 		}
 	}
-	now := a.nowNanos()
+	now := svc.nowNanos()
 	nn := int64(max(n, 0))
 	var d Decision
 	charged := false
-	if mode := LimitMode(a.mode.Load()); mode != LimitOff {
+	if mode := LimitMode(svc.mode.Load()); mode != LimitOff {
 		d.Cause, charged = t.limit(pk, nn, now)
 		if d.Cause != CauseNone && mode == LimitEnforce {
 			d.Fault = FaultServerBusy
@@ -124,25 +119,25 @@ func (t *Table) Admit(pk string, kind Kind, n int) Decision {
 // the limit that refused (or would refuse) the operation and whether both
 // buckets were charged.
 func (t *Table) limit(pk string, n, now int64) (Cause, bool) {
-	a := t.acct
+	svc := t.svc
 	if !t.takeKey(pk, n, now) {
-		a.throttledPartition.Add(max(n, 1))
-		a.history.add(now, CausePartitionLimit, max(n, 1))
+		svc.throttledPartition.Add(max(n, 1))
+		svc.history.add(now, CausePartitionLimit, max(n, 1))
 		return CausePartitionLimit, false
 	}
-	if al := a.acctLimit.Load(); al.enabled && !t.acctBucket.take(al, now, n) {
+	if al := svc.acctLimit.Load(); al.enabled && !t.acctBucket.take(al, now, n) {
 		t.refundKey(pk, n)
-		a.throttledAccount.Add(max(n, 1))
-		a.history.add(now, CauseAccountLimit, max(n, 1))
+		svc.throttledAccount.Add(max(n, 1))
+		svc.history.add(now, CauseAccountLimit, max(n, 1))
 		return CauseAccountLimit, false
 	}
 	return CauseNone, true
 }
 
 func (t *Table) refund(pk string, n int64) {
-	a := t.acct
+	svc := t.svc
 	t.refundKey(pk, n)
-	if al := a.acctLimit.Load(); al.enabled {
+	if al := svc.acctLimit.Load(); al.enabled {
 		t.acctBucket.refund(al, n)
 	}
 }
@@ -157,12 +152,12 @@ func (t *Table) Charge(pk string, n int) {
 	if n <= 0 {
 		return
 	}
-	a := t.acct
-	now := a.nowNanos()
+	svc := t.svc
+	now := svc.nowNanos()
 	nn := int64(n)
-	if LimitMode(a.mode.Load()) != LimitOff {
+	if LimitMode(svc.mode.Load()) != LimitOff {
 		t.chargeKey(pk, nn, now)
-		if al := a.acctLimit.Load(); al.enabled {
+		if al := svc.acctLimit.Load(); al.enabled {
 			t.acctBucket.charge(al, now, nn)
 		}
 	}
@@ -179,13 +174,13 @@ func (t *Table) Charge(pk string, n int) {
 // 0 and the size difference for a replace or merge. It feeds the range
 // statistics only; the limits were charged by Admit.
 func (t *Table) RecordWrite(pk string, deltaEntities, deltaBytes int64) {
-	a := t.acct
+	svc := t.svc
 	t.mu.Lock()
 	r := t.lookup(pk)
 	r.entities += deltaEntities
 	r.bytes += deltaBytes
-	if deltaEntities > 0 && !a.bal.disabled {
-		r.store.add(sample{key: pk, n: deltaEntities, b: max(deltaBytes, 0)}, storeSampleSize(a.bal.sampleSize), t.rng)
+	if deltaEntities > 0 && !svc.bal.disabled {
+		r.store.add(sample{key: pk, n: deltaEntities, b: max(deltaBytes, 0)}, storeSampleSize(svc.bal.sampleSize), t.rng)
 	}
 	t.mu.Unlock()
 }
@@ -223,14 +218,14 @@ func (t *Table) NextBoundary(pk string) (string, bool) {
 // that need known boundaries (the service itself cannot be told to split;
 // "Design a scalable partitioning strategy for Azure Table storage" advises against priming it).
 func (t *Table) SplitAt(key string) bool {
-	now := t.acct.nowNanos()
+	now := t.svc.nowNanos()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	r := t.lookup(key)
-	if r.low == key || t.tree.Len() >= t.acct.bal.maxRanges {
+	if r.low == key || t.tree.Len() >= t.svc.bal.maxRanges {
 		return false
 	}
-	r.load.roll(now, t.acct.bal.window)
+	r.load.roll(now, t.svc.bal.window)
 	f, ok := r.loadCur.fractionBelow(key, false)
 	if !ok {
 		f = 0.5
@@ -239,23 +234,24 @@ func (t *Table) SplitAt(key string) bool {
 	return true
 }
 
-// Len returns the number of range partitions.
-func (t *Table) Len() int {
+// rangeCount returns the number of range partitions.
+func (t *Table) rangeCount() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.tree.Len()
 }
 
-// Ranges returns the range partitions in key order with their statistics.
+// Ranges returns the range partitions in key order with their statistics; the root package's
+// invariant check compares their totals with the data stored.
 func (t *Table) Ranges() []RangeInfo {
-	now := t.acct.nowNanos()
+	now := t.svc.nowNanos()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.rangeInfos(now)
 }
 
 func (t *Table) rangeInfos(now int64) []RangeInfo {
-	w := t.acct.bal.window
+	w := t.svc.bal.window
 	out := make([]RangeInfo, 0, t.tree.Len())
 	t.tree.Ascend(func(r *rangePart) bool {
 		if n := len(out); n > 0 {
@@ -292,7 +288,7 @@ func (t *Table) snapshot() []*rangePart {
 // stayed below MergeBelow for MergeAfter, and together are below it too,
 // merge. Cost: O(ranges) plus a sort of the sample per split.
 func (t *Table) balance(now int64) {
-	b := &t.acct.bal
+	b := &t.svc.bal
 	t.nextPass = now + b.interval
 	if b.disabled {
 		return

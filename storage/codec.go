@@ -1,41 +1,22 @@
 package storage
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/tabuladb/tabula/internal/keyorder"
+)
 
 // Keys are built from string parts so that comparing two encoded keys byte by byte gives the
 // same answer as comparing their parts one after another by UTF-16 code units, which is the
 // order the Azure Table service sorts and compares keys in.
 //
-// UTF-8 byte order already equals UTF-16 code-unit order except in one place: characters
-// U+E000–U+FFFF (UTF-8 lead bytes 0xEE, 0xEF) sort after supplementary characters in UTF-16,
-// because those become surrogates (0xD800–0xDFFF), but before them in UTF-8 (lead bytes
-// 0xF0–0xF4). Rotating the byte values 0xEE–0xF4 fixes it without growing the key:
-//
-//	0xF0..0xF4 → 0xEE..0xF2   (supplementary characters move down)
-//	0xEE, 0xEF → 0xF3, 0xF4   (U+E000–U+FFFF move above them)
-//
-// Continuation bytes (0x80–0xBF) never fall in that span, so the mapping can be applied to
-// every byte without parsing UTF-8; it is a bijection, so any byte string round-trips.
+// Each byte of a part is written as its keyorder.Weight: a byte permutation, under which UTF-8
+// byte order becomes UTF-16 code-unit order, that leaves the key's length alone and, being a
+// bijection, round-trips any byte string (internal/keyorder says why it works).
 //
 // Parts are separated by 0x00 0x01, and a 0x00 inside a part is written 0x00 0xFF. A part that
 // is a prefix of another therefore sorts first, as it must, and 0x00 0x02 is a byte string
-// greater than every key whose earlier parts end exactly there (see PartEnd).
-
-// remap and unmap are the byte permutation described above.
-var remap, unmap [256]byte
-
-func init() {
-	for i := range remap {
-		remap[i] = byte(i)
-	}
-	for b := 0xF0; b <= 0xF4; b++ {
-		remap[b] = byte(b - 2)
-	}
-	remap[0xEE], remap[0xEF] = 0xF3, 0xF4
-	for i, v := range remap {
-		unmap[v] = byte(i)
-	}
-}
+// greater than every key whose earlier parts end exactly there (see AppendPartEnd).
 
 const (
 	escapeByte = 0x00
@@ -44,8 +25,8 @@ const (
 	endByte    = 0x02 // 0x00 0x02 sorts after every continuation of a part
 )
 
-// ErrBadKey reports an encoded key that no sequence of AppendPart calls could have produced.
-var ErrBadKey = errors.New("storage: malformed key")
+// errBadKey reports an encoded key that no sequence of AppendPart calls could have produced.
+var errBadKey = errors.New("storage: malformed key")
 
 // AppendPart appends s, encoded to sort in UTF-16 code-unit order, to dst. It writes no
 // separator; use AppendSeparator between parts.
@@ -56,7 +37,7 @@ func AppendPart(dst []byte, s string) []byte {
 			dst = append(dst, escapeByte, nulByte)
 			continue
 		}
-		dst = append(dst, remap[c])
+		dst = append(dst, keyorder.Weight(c))
 	}
 	return dst
 }
@@ -96,7 +77,7 @@ func CutPart(b []byte) (encoded, rest []byte, last bool, err error) {
 			continue
 		}
 		if i+1 == len(b) {
-			return nil, nil, false, ErrBadKey
+			return nil, nil, false, errBadKey
 		}
 		switch b[i+1] {
 		case nulByte:
@@ -104,7 +85,7 @@ func CutPart(b []byte) (encoded, rest []byte, last bool, err error) {
 		case sepByte:
 			return b[:i], b[i+2:], false, nil
 		default:
-			return nil, nil, false, ErrBadKey
+			return nil, nil, false, errBadKey
 		}
 	}
 	return b, nil, true, nil
@@ -114,7 +95,7 @@ func CutPart(b []byte) (encoded, rest []byte, last bool, err error) {
 func DecodePart(encoded []byte) string {
 	clean := true
 	for _, c := range encoded {
-		if c == escapeByte || c >= 0xEE {
+		if c == escapeByte || c >= keyorder.FirstMoved {
 			clean = false
 			break
 		}
@@ -130,7 +111,7 @@ func DecodePart(encoded []byte) string {
 			i++
 			continue
 		}
-		buf = append(buf, unmap[c])
+		buf = append(buf, keyorder.Unweight(c))
 	}
 	return string(buf)
 }

@@ -96,7 +96,7 @@ func TestPartBounds(t *testing.T) {
 func TestNextPartRejectsMalformedKeys(t *testing.T) {
 	for _, k := range [][]byte{{0x00}, {'a', 0x00}, {0x00, 0x02}, {'a', 0x00, 0x03, 'b'}} {
 		_, _, _, err := NextPart(k)
-		assert.ErrorIs(t, err, ErrBadKey, "%x", k)
+		assert.ErrorIs(t, err, errBadKey, "%x", k)
 	}
 }
 

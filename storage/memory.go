@@ -97,7 +97,7 @@ func (m *memDB) view(d *DB, fn func(*Txn) error) error {
 }
 
 func (m *memDB) update(d *DB, fn func(*Txn) error) error {
-	for range MaxConflictRetries {
+	for range maxConflictRetries {
 		if m.closed.Load() {
 			return errClosed
 		}

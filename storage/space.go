@@ -12,23 +12,23 @@ import (
 // on; and it opens a directory whose disk is already that full read-only, so that its data
 // can still be read.
 
-// DefaultReserve is the free space the store keeps for Badger. Its writes land first in
+// defaultReserve is the free space the store keeps for Badger. Its writes land first in
 // memtable logs; up to five memtables of 64 MiB may wait to be flushed into tables of about
 // their size before their logs are deleted, and a compaction writes its new tables before it
 // deletes the old. Each commit is checked against the reserve, so only what is already
 // committed (a transaction is at most a few MiB) can be in that background work.
-const DefaultReserve = 512 << 20
+const defaultReserve = 512 << 20
 
-// DiskFullError reports that a directory's disk has less free space than the store keeps in
+// diskFullError reports that a directory's disk has less free space than the store keeps in
 // reserve. ErrDiskFull matches it with errors.Is.
-type DiskFullError struct {
+type diskFullError struct {
 	Dir           string
 	Free, Reserve uint64
 	// ReadOnly is set when the store was opened read-only for lack of space.
 	ReadOnly bool
 }
 
-func (e *DiskFullError) Error() string {
+func (e *diskFullError) Error() string {
 	if e.ReadOnly {
 		return fmt.Sprintf("storage: the disk of %q had %d bytes free when the store was opened, less than the %d it keeps in reserve, so it was opened read-only; free space and open it again to write",
 			e.Dir, e.Free, e.Reserve)
@@ -37,11 +37,12 @@ func (e *DiskFullError) Error() string {
 		e.Dir, e.Free, e.Reserve)
 }
 
-// Is makes errors.Is(err, ErrDiskFull) true for every DiskFullError.
-func (e *DiskFullError) Is(target error) bool { return target == ErrDiskFull }
+// Is makes errors.Is(err, ErrDiskFull) true for every diskFullError.
+func (e *diskFullError) Is(target error) bool { return target == ErrDiskFull }
 
-// ErrDiskFull is matched by every DiskFullError.
-var ErrDiskFull = &DiskFullError{}
+// ErrDiskFull reports that a directory's disk has less free space than the store keeps in
+// reserve; errors.Is matches it with every such error, which says how much is free.
+var ErrDiskFull error = &diskFullError{}
 
 // space watches the free space of a store's directory.
 type space struct {
@@ -50,7 +51,7 @@ type space struct {
 	reserve uint64
 	// readOnly is set when the store was opened read-only for lack of space; every write
 	// gets it.
-	readOnly *DiskFullError
+	readOnly *diskFullError
 }
 
 func newSpace(o Options) *space {
@@ -61,12 +62,12 @@ func newSpace(o Options) *space {
 		s.free = freeSpaceOf(o.Dir)
 	}
 	if s.reserve == 0 {
-		s.reserve = DefaultReserve
+		s.reserve = defaultReserve
 	}
 	return s
 }
 
-// full returns a DiskFullError when the disk has less free space than the reserve. A file
+// full returns a diskFullError when the disk has less free space than the reserve. A file
 // system that cannot say how much is free is not watched: the write goes ahead.
 func (s *space) full() error {
 	if s.readOnly != nil {
@@ -79,14 +80,14 @@ func (s *space) full() error {
 	if err != nil || free >= s.reserve {
 		return nil
 	}
-	return &DiskFullError{Dir: s.dir, Free: free, Reserve: s.reserve}
+	return &diskFullError{Dir: s.dir, Free: free, Reserve: s.reserve}
 }
 
 // openReadOnly reports, before Badger opens the directory, whether it must open read-only
 // because the disk is already full; from then on every write is refused.
 func (s *space) openReadOnly() bool {
 	if err := s.full(); err != nil {
-		s.readOnly = err.(*DiskFullError)
+		s.readOnly = err.(*diskFullError)
 		s.readOnly.ReadOnly = true
 		return true
 	}

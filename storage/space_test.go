@@ -38,7 +38,7 @@ func TestFullDiskRefusesWritesAndOpensReadOnly(t *testing.T) {
 	free.Store(1<<20 - 1)
 	err = set(db, "b", "2")
 	require.ErrorIs(t, err, ErrDiskFull)
-	var full *DiskFullError
+	var full *diskFullError
 	require.ErrorAs(t, err, &full)
 	assert.Equal(t, uint64(1<<20-1), full.Free)
 	assert.Contains(t, err.Error(), "writes are refused until space is freed")

@@ -1,7 +1,18 @@
-// Package storage keeps ordered keys and values: in Badger in a directory, or in an ordered
-// in-memory tree (memory.go) with the same transactions. It offers read and read-write
-// transactions that hide conflict retries, streaming range scans, and a key codec whose byte
-// order is UTF-16 code-unit order. It knows nothing of tables or entities.
+// Package storage is the engine's storage layer: ordered keys and values, in Badger in a
+// directory or in an ordered in-memory tree (memory.go) with the same transactions. It is not
+// a user API. Its one consumer is the root package (github.com/tabuladb/tabula), which builds
+// tables, entities and the catalog on it; it exports only what that package calls:
+//
+//   - Open and Options, and a DB's read and read-write transactions (View, Update), which
+//     hide conflict retries, with Txn's point reads and writes and Iterator's streaming
+//     range scans; DeleteRange for dropped tables;
+//   - the key codec (AppendPart and friends, codec.go), whose byte order is the service's
+//     UTF-16 code-unit order (see internal/keyorder);
+//   - the errors the root package maps to the service's: ErrDiskFull, ErrContention,
+//     ErrTooLarge.
+//
+// It knows nothing of tables or entities. bench's raw-Badger baseline writes the same bytes
+// with Badger directly, from the format's description, and checks that they match.
 package storage
 
 import (
@@ -26,7 +37,7 @@ type Options struct {
 	SyncWrites bool
 	// FreeSpace reports the bytes free on Dir's disk; nil asks the file system (see
 	// space.go). Reserve is the free space below which writes are refused; 0 means
-	// DefaultReserve.
+	// 512 MiB (see defaultReserve).
 	FreeSpace func() (uint64, error)
 	Reserve   uint64
 }
@@ -42,12 +53,12 @@ const valueThreshold = 64 << 10
 // valueThreshold); a table's data does not reach it.
 var ErrTooLarge = errors.New("storage: transaction too large for the store")
 
-// MaxConflictRetries bounds how often Update re-runs a closure whose transaction lost a
+// maxConflictRetries bounds how often Update re-runs a closure whose transaction lost a
 // conflict. Each lost conflict means another writer committed, so the bound is only reached
 // under pathological contention.
-const MaxConflictRetries = 1000
+const maxConflictRetries = 1000
 
-// ErrContention is returned by Update when a transaction lost MaxConflictRetries conflicts in a row.
+// ErrContention is returned by Update when a transaction lost maxConflictRetries conflicts in a row.
 var ErrContention = errors.New("storage: transaction kept conflicting with concurrent writers")
 
 // DB is an open store. It is safe for concurrent use.
@@ -111,7 +122,7 @@ func (d *DB) Update(fn func(*Txn) error) error {
 	if err := d.space.full(); err != nil {
 		return err
 	}
-	for range MaxConflictRetries {
+	for range maxConflictRetries {
 		err := d.bdb.Update(func(t *badger.Txn) error { return fn(&Txn{t: t, db: d}) })
 		if errors.Is(err, badger.ErrTxnTooBig) {
 			return ErrTooLarge

@@ -8,16 +8,16 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tabuladb/tabula/internal/keyorder"
 )
 
-// Account is the simulated service the root package holds per DB: the limits,
-// the fault injection, one Table (range index, statistics, per-key buckets)
-// per table, and one account bucket per storage account that has tables.
-// Each account has its own target (Limits.AccountRate applies to each), as
-// on the service; Table's tables belong to the default account, "", and
-// AccountTable's to the account named. All methods are safe for concurrent
-// use.
-type Account struct {
+// Service is the simulated Table service, for the root package, which holds one per DB: the
+// limits, the fault injection, one Table (range index, statistics, per-key buckets) per table,
+// and one account bucket per storage account that has tables. Each account has its own
+// target (Limits.AccountRate applies to each), as on the service. All methods are safe for
+// concurrent use.
+type Service struct {
 	now      func() time.Time
 	seed     uint64
 	hashSeed maphash.Seed
@@ -32,7 +32,7 @@ type Account struct {
 
 	throttledPartition atomic.Int64 // entities refused by partition limits
 	throttledAccount   atomic.Int64 // entities refused by the account limits, every account's
-	history            accountHistory
+	history            serviceHistory
 
 	bal    balanceParams
 	faults atomic.Pointer[faultState]
@@ -45,8 +45,8 @@ type Account struct {
 // tableKey names a table: its account and its name in that account.
 type tableKey struct{ account, name string }
 
-// New returns an Account configured by opts (nil means all defaults).
-func New(opts *Options) *Account {
+// NewService returns a Service configured by opts (nil means all defaults).
+func NewService(opts *Options) *Service {
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -62,9 +62,9 @@ func New(opts *Options) *Account {
 		l.AccountRate = DefaultAccountRate
 	}
 	if l.MaxKeys <= 0 {
-		l.MaxKeys = DefaultMaxKeys
+		l.MaxKeys = defaultMaxKeys
 	}
-	a := &Account{
+	svc := &Service{
 		now:      o.Now,
 		seed:     o.Seed,
 		hashSeed: maphash.MakeSeed(),
@@ -74,144 +74,138 @@ func New(opts *Options) *Account {
 		tables:   make(map[tableKey]*Table),
 		buckets:  make(map[string]*sharedBucket),
 	}
-	kl, _ := a.storeRates(l)
-	a.idleAfter = max(kl.refill, int64(time.Second))
-	a.mode.Store(uint32(l.Mode))
-	a.faults.Store(newFaultState(o.Faults))
-	return a
+	kl, _ := svc.storeRates(l)
+	svc.idleAfter = max(kl.refill, int64(time.Second))
+	svc.mode.Store(uint32(l.Mode))
+	svc.faults.Store(newFaultState(o.Faults))
+	return svc
 }
 
 // minTime is a bucket time before any clock reading: a full bucket.
 const minTime = -1 << 62
 
-func (a *Account) nowNanos() int64 { return a.now().UnixNano() }
+func (svc *Service) nowNanos() int64 { return svc.now().UnixNano() }
 
 // Limits returns the limits in force, defaults filled in.
-func (a *Account) Limits() Limits {
-	a.ratesMu.Lock()
-	l := a.limits
-	a.ratesMu.Unlock()
-	l.Mode = a.LimitMode()
+func (svc *Service) Limits() Limits {
+	svc.ratesMu.Lock()
+	l := svc.limits
+	svc.ratesMu.Unlock()
+	l.Mode = svc.limitMode()
 	return l
 }
 
-// LimitMode returns the current limit mode.
-func (a *Account) LimitMode() LimitMode { return LimitMode(a.mode.Load()) }
+// limitMode returns the current limit mode.
+func (svc *Service) limitMode() LimitMode { return LimitMode(svc.mode.Load()) }
 
 // SetLimitMode switches the limit mode; buckets keep their state.
-func (a *Account) SetLimitMode(m LimitMode) { a.mode.Store(uint32(m)) }
+func (svc *Service) SetLimitMode(m LimitMode) { svc.mode.Store(uint32(m)) }
 
-// SetRates replaces the rates and bursts of the limits while the account
+// SetRates replaces the rates and bursts of the limits while the service
 // runs; l.Mode and l.MaxKeys are ignored (SetLimitMode switches the mode).
-// Zero or negative fields take their defaults, as in New. Every bucket
+// Zero or negative fields take their defaults, as in NewService. Every bucket
 // starts full under the new rates, so that a test which slows the service
 // down and then speeds it up again sees the new rates at once, with no debt
 // carried over from the old ones.
-func (a *Account) SetRates(l Limits) {
+func (svc *Service) SetRates(l Limits) {
 	if !(l.PartitionRate > 0) {
 		l.PartitionRate = DefaultPartitionRate
 	}
 	if !(l.AccountRate > 0) {
 		l.AccountRate = DefaultAccountRate
 	}
-	a.storeRates(l)
-	a.mu.RLock()
-	for _, b := range a.buckets {
+	svc.storeRates(l)
+	svc.mu.RLock()
+	for _, b := range svc.buckets {
 		b.tat.Store(minTime)
 	}
-	a.mu.RUnlock()
-	for _, t := range a.tableList() {
+	svc.mu.RUnlock()
+	for _, t := range svc.tableList() {
 		t.refillKeys()
 	}
 }
 
 // storeRates installs l's rates and bursts and returns the buckets'
 // parameters.
-func (a *Account) storeRates(l Limits) (key, acct *bucketParams) {
+func (svc *Service) storeRates(l Limits) (key, acct *bucketParams) {
 	kl := newBucketParams(l.PartitionRate, l.PartitionBurst)
 	al := newBucketParams(l.AccountRate, l.AccountBurst)
-	a.ratesMu.Lock()
-	a.limits.PartitionRate, a.limits.PartitionBurst = l.PartitionRate, kl.burst
-	a.limits.AccountRate, a.limits.AccountBurst = l.AccountRate, al.burst
-	a.keyLimit.Store(&kl)
-	a.acctLimit.Store(&al)
-	a.ratesMu.Unlock()
+	svc.ratesMu.Lock()
+	svc.limits.PartitionRate, svc.limits.PartitionBurst = l.PartitionRate, kl.burst
+	svc.limits.AccountRate, svc.limits.AccountBurst = l.AccountRate, al.burst
+	svc.keyLimit.Store(&kl)
+	svc.acctLimit.Store(&al)
+	svc.ratesMu.Unlock()
 	return &kl, &al
 }
 
 // SetFaults replaces the fault injection configuration and restarts its
 // sequence of draws; the zero Faults turns injection off.
-func (a *Account) SetFaults(f Faults) { a.faults.Store(newFaultState(f)) }
+func (svc *Service) SetFaults(f Faults) { svc.faults.Store(newFaultState(f)) }
 
 // Faults returns the fault injection configuration in force.
-func (a *Account) Faults() Faults {
-	if s := a.faults.Load(); s != nil {
+func (svc *Service) Faults() Faults {
+	if s := svc.faults.Load(); s != nil {
 		return s.cfg
 	}
 	return Faults{}
 }
 
-// Table returns the state of a table of the default account, "": the same as
-// AccountTable("", name).
-func (a *Account) Table(name string) *Table { return a.AccountTable("", name) }
-
-// AccountTable returns the state of the table called name in the storage
-// account called account, creating it (one range covering every key) on
-// first use. Its entities count against that account's bucket, which the
-// account's first table creates and every table of the account shares;
-// tables of other accounts never draw on it. name is the table's identity
-// within its account as the caller defines it; pass the same spelling every
-// time (the service's table names are case-insensitive, so the lower-case
-// name is a good choice). Hold the result: its methods are the per-operation
-// calls, and it resolved its account's bucket once, here.
-func (a *Account) AccountTable(account, name string) *Table {
+// Table returns the state of the table called name in the storage account
+// called account ("" for the default account of a DB without namespaces),
+// creating it (one range covering every key) on first use. Its entities
+// count against that account's bucket, which the account's first table
+// creates and every table of the account shares; tables of other accounts
+// never draw on it. name is the table's identity within its account as the
+// caller defines it; pass the same spelling every time (the service's table
+// names are case-insensitive, so the lower-case name is a good choice). Hold
+// the result: its methods are the per-operation calls, and it resolved its
+// account's bucket once, here.
+func (svc *Service) Table(account, name string) *Table {
 	k := tableKey{account, name}
-	a.mu.RLock()
-	t := a.tables[k]
-	a.mu.RUnlock()
+	svc.mu.RLock()
+	t := svc.tables[k]
+	svc.mu.RUnlock()
 	if t != nil {
 		return t
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if t = a.tables[k]; t == nil {
-		b := a.buckets[account]
+	svc.mu.Lock()
+	defer svc.mu.Unlock()
+	if t = svc.tables[k]; t == nil {
+		b := svc.buckets[account]
 		if b == nil {
 			b = new(sharedBucket)
 			b.tat.Store(minTime)
-			a.buckets[account] = b
+			svc.buckets[account] = b
 		}
-		t = newTable(a, account, name, b)
-		a.tables[k] = t
+		t = newTable(svc, account, name, b)
+		svc.tables[k] = t
 	}
 	return t
 }
 
-// DropTable forgets a table of the default account: DropAccountTable("", name).
-func (a *Account) DropTable(name string) { a.DropAccountTable("", name) }
-
-// DropAccountTable forgets a table's ranges and statistics, as when it is
+// DropTable forgets a table's ranges and statistics, as when it is
 // deleted. A *Table still held keeps working but no longer appears in
 // reports. The account's bucket stays, with what it holds, so that deleting
 // and creating tables never refills it.
-func (a *Account) DropAccountTable(account, name string) {
-	a.mu.Lock()
-	delete(a.tables, tableKey{account, name})
-	a.mu.Unlock()
+func (svc *Service) DropTable(account, name string) {
+	svc.mu.Lock()
+	delete(svc.tables, tableKey{account, name})
+	svc.mu.Unlock()
 }
 
-func (a *Account) tableList() []*Table {
-	a.mu.RLock()
-	ts := make([]*Table, 0, len(a.tables))
-	for _, t := range a.tables {
+func (svc *Service) tableList() []*Table {
+	svc.mu.RLock()
+	ts := make([]*Table, 0, len(svc.tables))
+	for _, t := range svc.tables {
 		ts = append(ts, t)
 	}
-	a.mu.RUnlock()
+	svc.mu.RUnlock()
 	slices.SortFunc(ts, func(x, y *Table) int {
-		if c := compareKeys(x.name, y.name); c != 0 {
+		if c := keyorder.CompareKeys(x.name, y.name); c != 0 {
 			return c
 		}
-		return compareKeys(x.account, y.account)
+		return keyorder.CompareKeys(x.account, y.account)
 	})
 	return ts
 }
@@ -219,8 +213,8 @@ func (a *Account) tableList() []*Table {
 // AdmitTableOp decides a table-level operation (create, delete or query
 // tables). Only fault injection applies: these operations touch no entities,
 // so the limits, which count entities, do not.
-func (a *Account) AdmitTableOp(kind Kind) Decision {
-	if f := a.faults.Load(); f != nil {
+func (svc *Service) AdmitTableOp(kind Kind) Decision {
+	if f := svc.faults.Load(); f != nil {
 		return f.decide(kind)
 	}
 	return Decision{}
@@ -229,18 +223,18 @@ func (a *Account) AdmitTableOp(kind Kind) Decision {
 // MustEndPage reports whether a query page that has scanned this many
 // entities must end now with a continuation token (fault injection's forced
 // continuation). Two loads and a compare: cheap enough to ask per entity.
-func (a *Account) MustEndPage(scanned int) bool {
-	f := a.faults.Load()
+func (svc *Service) MustEndPage(scanned int) bool {
+	f := svc.faults.Load()
 	return f != nil && f.cfg.ContinuationEvery > 0 && scanned >= f.cfg.ContinuationEvery
 }
 
-// Balance runs the load balancer on every table now. It also runs by itself
-// inside operations, at most once per Balance.Interval per table; call this
-// after advancing a fake clock over a quiet period to see merges without
-// issuing operations.
-func (a *Account) Balance() {
-	now := a.nowNanos()
-	for _, t := range a.tableList() {
+// balanceNow runs the load balancer on every table now. It also runs by
+// itself inside operations, at most once per Balance.Interval per table;
+// tests call this after advancing a fake clock over a quiet period to see
+// merges without issuing operations.
+func (svc *Service) balanceNow() {
+	now := svc.nowNanos()
+	for _, t := range svc.tableList() {
 		t.mu.Lock()
 		t.balance(now)
 		t.mu.Unlock()
@@ -254,15 +248,15 @@ func (a *Account) Balance() {
 // the range partitions, the buckets' tokens, and the recent rates (which
 // fade by themselves within two Balance.Windows) with the balancer's state.
 // Resetting statistics never changes what happens next.
-func (a *Account) ResetStats() {
-	a.throttledPartition.Store(0)
-	a.throttledAccount.Store(0)
-	for _, t := range a.tableList() {
+func (svc *Service) ResetStats() {
+	svc.throttledPartition.Store(0)
+	svc.throttledAccount.Store(0)
+	for _, t := range svc.tableList() {
 		t.resetStats()
 	}
 }
 
-// fnvSeed derives a table's sampling seed from the account seed and its name.
+// fnvSeed derives a table's sampling seed from the service's seed and its name.
 func fnvSeed(name string) uint64 {
 	h := fnv.New64a()
 	h.Write([]byte(name))

@@ -1,9 +1,10 @@
-package partition
+package tabula
 
 import (
 	"context"
 	"errors"
 	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -40,9 +41,12 @@ func TestBackoffDelayExactAtTheEndsOfTheJitter(t *testing.T) {
 	assert.Equal(t, 80*time.Millisecond, Backoff{Min: -1}.Delay(1, 0))
 }
 
-func TestBackoffDelayWithinBoundsForSeededRand(t *testing.T) {
+// seededRand is a deterministic source of draws for Backoff.Rand.
+func seededRand(seed uint64) func() float64 { return rand.New(rand.NewPCG(seed, seed)).Float64 }
+
+func TestBackoffDelayWithinBoundsForSeededDraws(t *testing.T) {
 	b := seedBackoff
-	r := SeededRand(99)
+	r := seededRand(99)
 	for x := 1; x <= 8; x++ {
 		for range 200 {
 			d := b.Delay(x, r())
@@ -52,18 +56,22 @@ func TestBackoffDelayWithinBoundsForSeededRand(t *testing.T) {
 		}
 	}
 	// The same seed gives the same delays.
-	r1, r2 := SeededRand(5), SeededRand(5)
+	r1, r2 := seededRand(5), seededRand(5)
 	for x := 1; x <= 5; x++ {
 		assert.Equal(t, b.Delay(x, r1()), b.Delay(x, r2()))
 	}
 }
 
+// retry is driven here with errors of its own and a predicate for one of them; Retry's
+// predicate, IsRetryable, is tested with the service's errors in TestRetry.
 var (
 	errBusy     = errors.New("ServerBusy")
 	errNotFound = errors.New("ResourceNotFound")
 )
 
 func isBusy(err error) bool { return errors.Is(err, errBusy) }
+
+func retryAll(error) bool { return true }
 
 // recordSleeps is an injected Sleep that records the delays and never waits.
 func recordSleeps(delays *[]time.Duration) func(context.Context, time.Duration) error {
@@ -79,7 +87,7 @@ func TestRetryFollowsTheFormula(t *testing.T) {
 	b := seedBackoff
 	b.Rand = func() float64 { return 0 }
 	b.Sleep = recordSleeps(&delays)
-	err := Retry(context.Background(), b, func() error {
+	err := retry(context.Background(), b, func() error {
 		calls++
 		if calls < 4 {
 			return errBusy
@@ -95,23 +103,23 @@ func TestRetryGivesUpAfterMaxAttempts(t *testing.T) {
 	var delays []time.Duration
 	calls := 0
 	b := Backoff{MaxAttempts: 3, Rand: func() float64 { return 1 }, Sleep: recordSleeps(&delays)}
-	err := Retry(context.Background(), b, func() error { calls++; return errBusy }, isBusy)
+	err := retry(context.Background(), b, func() error { calls++; return errBusy }, isBusy)
 	assert.Same(t, errBusy, err, "the last error, unchanged")
 	assert.Equal(t, 3, calls)
 	assert.Equal(t, []time.Duration{130 * time.Millisecond, 370 * time.Millisecond}, delays)
 
 	// Default: six attempts.
 	calls, delays = 0, nil
-	err = Retry(context.Background(), Backoff{Sleep: recordSleeps(&delays)}, func() error { calls++; return errBusy }, nil)
+	err = retry(context.Background(), Backoff{Sleep: recordSleeps(&delays)}, func() error { calls++; return errBusy }, retryAll)
 	assert.ErrorIs(t, err, errBusy)
-	assert.Equal(t, DefaultMaxAttempts, calls)
-	assert.Len(t, delays, DefaultMaxAttempts-1)
+	assert.Equal(t, defaultMaxAttempts, calls)
+	assert.Len(t, delays, defaultMaxAttempts-1)
 }
 
 func TestRetryOnlyRetriesRetryableErrors(t *testing.T) {
 	var delays []time.Duration
 	calls := 0
-	err := Retry(context.Background(), Backoff{Sleep: recordSleeps(&delays)}, func() error {
+	err := retry(context.Background(), Backoff{Sleep: recordSleeps(&delays)}, func() error {
 		calls++
 		if calls == 1 {
 			return errBusy
@@ -130,14 +138,14 @@ func TestRetryStopsWhenTheContextIsDone(t *testing.T) {
 		cancel() // the caller gives up while we wait
 		return ctx.Err()
 	}}
-	err := Retry(ctx, b, func() error { calls++; return errBusy }, isBusy)
+	err := retry(ctx, b, func() error { calls++; return errBusy }, isBusy)
 	assert.Equal(t, 1, calls)
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.ErrorIs(t, err, errBusy, "the last error is kept")
 
 	// Already cancelled: fn is not called.
 	calls = 0
-	err = Retry(ctx, Backoff{}, func() error { calls++; return nil }, isBusy)
+	err = retry(ctx, Backoff{}, func() error { calls++; return nil }, isBusy)
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.Zero(t, calls)
 
@@ -145,15 +153,15 @@ func TestRetryStopsWhenTheContextIsDone(t *testing.T) {
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	calls = 0
 	b2 := Backoff{Sleep: func(context.Context, time.Duration) error { cancel2(); return nil }}
-	err = Retry(ctx2, b2, func() error { calls++; return errBusy }, isBusy)
+	err = retry(ctx2, b2, func() error { calls++; return errBusy }, isBusy)
 	assert.Equal(t, 1, calls)
 	assert.ErrorIs(t, err, context.Canceled)
 }
 
-func TestSleepContext(t *testing.T) {
+func TestBackoffSleepContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	// A cancelled context returns at once even for a long wait.
-	assert.ErrorIs(t, SleepContext(ctx, time.Hour), context.Canceled)
-	assert.NoError(t, SleepContext(context.Background(), 0))
+	assert.ErrorIs(t, sleepContext(ctx, time.Hour), context.Canceled)
+	assert.NoError(t, sleepContext(context.Background(), 0))
 }
