@@ -48,9 +48,10 @@ func splitAccount(escapedPath string) (account, rest string, err *tabula.Error) 
 // account is named in the host, as on the service (account.table.core.windows.net) and in
 // Azurite's production-style URLs (account.table.localhost), when the host name's first
 // label is an account this server serves, or that account's -secondary; otherwise it is the
-// path's first segment, as the emulators address accounts (127.0.0.1:10002/account/…).
+// path's first segment, as the emulators address accounts (127.0.0.1:10002/account/…), and
+// always with Options.PathStyleOnly.
 func (s *Server) accountOf(host, escapedPath string) (account, rest string, inHost bool, err *tabula.Error) {
-	if account, ok := s.hostAccount(host); ok {
+	if account, ok := s.hostAccount(host); ok && !s.pathStyle {
 		rest, ok := strings.CutPrefix(escapedPath, "/")
 		if !ok {
 			return "", "", false, withDetail(errInvalidURI, "the path does not start with '/'")

@@ -47,6 +47,16 @@ type Options struct {
 	// checks them: shape, issuer, audience and lifetime, but NOT the signature (see
 	// oauth.go). Off by default, since anyone can make a token that passes.
 	BearerTokens bool
+
+	// PathStyleOnly reads the account from the path's first segment only, never from the
+	// host name (see accountOf): Azurite's --disableProductStyleUrl, for clients that reach
+	// the server by a dotted host name (a container's, say) whose first label happens to be
+	// an account.
+	PathStyleOnly bool
+
+	// AnyVersion serves every x-ms-version instead of refusing those the service does not
+	// know: Azurite's --skipApiVersionCheck, beyond the service.
+	AnyVersion bool
 }
 
 // Server is an http.Handler speaking the Azure Table service's REST protocol (JSON only)
@@ -60,6 +70,8 @@ type Server struct {
 	clock      func() time.Time
 	newID      func() string // request IDs and batch boundaries; tests make them predictable
 	bearer     bool          // Options.BearerTokens
+	pathStyle  bool          // Options.PathStyleOnly
+	anyVersion bool          // Options.AnyVersion
 	buffers    bufferPool    // large request and response buffers, reused (buffers.go)
 
 	controlMu sync.Mutex // serialises changes through the management API (control.go)
@@ -78,7 +90,8 @@ func New(db *tabula.DB, opts *Options) (*Server, error) {
 		o.Clock = time.Now
 	}
 	s := &Server{db: db, accounts: o.Accounts, keys: make(map[string][][]byte), namespaces: make(map[string]*tabula.Namespace),
-		clock: o.Clock, newID: newRequestID, bearer: o.BearerTokens}
+		clock: o.Clock, newID: newRequestID, bearer: o.BearerTokens,
+		pathStyle: o.PathStyleOnly, anyVersion: o.AnyVersion}
 	for i, a := range o.Accounts {
 		if err := a.check(); err != nil {
 			return nil, err
@@ -233,7 +246,7 @@ func (c *call) serve() error {
 	}
 	c.corsHeaders() // on failures too, so that a browser can read them
 	g, aerr := s.authenticate(c, rawPath)
-	if aerr == nil && g == nil {
+	if aerr == nil && g == nil && !s.anyVersion {
 		// A SAS request runs at its signed version (sv); the header matters otherwise.
 		aerr = checkVersion(r.Header.Get("X-Ms-Version"))
 	}

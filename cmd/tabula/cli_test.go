@@ -163,10 +163,15 @@ func TestHelpListsEveryFlag(t *testing.T) {
 	_, err := parseServe([]string{"--help"}, func(string) string { return "" }, &out)
 	require.ErrorIs(t, err, errHelp)
 	for _, name := range []string{"addr", "tableHost", "tablePort", "data", "location", "in-memory", "inMemoryPersistence",
-		"sync-writes", "accounts", "cert", "key", "self-signed", "oauth", "skipApiVersionCheck", "silent", "log-format",
+		"sync-writes", "accounts", "cert", "key", "pwd", "self-signed", "oauth", "skipApiVersionCheck", "silent", "log-format",
 		"debug", "read-timeout", "write-timeout", "idle-timeout", "max-connections", "limits", "partition-rate",
-		"account-rate", "faults", "forbid-full-scans", "boundary-continuations"} {
-		assert.Equal(t, 1, strings.Count(out.String(), "\n  --"+name+" ")+strings.Count(out.String(), "\n  --"+name+"\n"), name)
+		"account-rate", "faults", "forbid-full-scans", "boundary-continuations", "disableProductStyleUrl", "loose",
+		"disableTelemetry", "tableKeepAliveTimeout", "extentMemoryLimit"} {
+		line := regexp.MustCompile(`(?m)^  (-\w, )?--` + name + `( |$)`)
+		assert.Len(t, line.FindAllString(out.String(), -1), 1, name)
+	}
+	for long, short := range shortNames {
+		assert.Regexp(t, `(?m)^  -`+short+`, --`+long+`( |$)`, out.String())
 	}
 	assert.Contains(t, out.String(), "a power loss or kernel crash can lose the last few seconds")
 }

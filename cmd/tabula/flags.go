@@ -26,8 +26,17 @@ type config struct {
 	http server.HTTPLimits
 
 	certFile, keyFile string
+	pfxPassword       string // --pwd: --cert is a PKCS#12 (.pfx) file
+	pfx               bool
 	selfSigned        bool
 	oauth             bool
+
+	pathStyleOnly bool // --disableProductStyleUrl
+	anyVersion    bool // --skipApiVersionCheck
+
+	// notes are what the operator should hear about the command line: Azurite flags that
+	// mean nothing to Tabula's single Table service. serve prints them on standard error.
+	notes []string
 
 	silent    bool
 	debugFile string
@@ -47,9 +56,10 @@ const serveIntro = `Usage: tabula serve [flags]
 
 Serves a Tabula database over the Azure Table service's REST protocol, at the storage
 emulators' path-style URLs (http://127.0.0.1:10002/devstoreaccount1), and prints a
-connection string for each account. Flags take one dash or two; the Azurite names
---tableHost, --tablePort, --location, --inMemoryPersistence, --silent, --debug, --cert,
---key and --oauth mean what they mean to Azurite.
+connection string for each account. Flags take one dash or two. Azurite's command line
+runs unchanged: its table flags mean what they mean to Azurite (or the equivalent said
+below), AZURITE_ACCOUNTS is read as TABULA_ACCOUNTS, and the flags of Azurite's blob and
+queue services are accepted and ignored.
 `
 
 // parseServe reads the flags of "tabula serve". Help goes to out; errors are returned, not
@@ -69,16 +79,19 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (*conf
 		host, accountsSpec, limits, faults string
 		port                               int
 		partitionRate, accountRate         float64
-		skipAPIVersionCheck                bool
+		loose, disableTelemetry            bool
+		keepAlive                          int
+		extentMemoryLimit                  float64
 	)
 	group("Where", func() {
 		fs.StringVar(&cfg.addr, "addr", "127.0.0.1:10002", "`host:port` to listen on; port 0 picks a free one")
 		fs.StringVar(&host, "tableHost", "", "`host` to listen on, as Azurite's flag (overrides the host of --addr)")
 		fs.IntVar(&port, "tablePort", -1, "`port` to listen on, as Azurite's flag (overrides the port of --addr)")
 		fs.StringVar(&cfg.dir, "data", "./tabula-data", "`directory` to keep the database in")
-		fs.StringVar(&cfg.dir, "location", "./tabula-data", "the same as --data, in `directory` (Azurite's name)")
+		fs.StringVar(&cfg.dir, "location", "./tabula-data", "the same as --data, in `directory` (Azurite's name; Tabula does not read\nAzurite's files, so give it a directory of its own)")
+		fs.StringVar(&cfg.dir, "l", "./tabula-data", "")
 		fs.BoolVar(&cfg.inMemory, "in-memory", false, "keep the database in memory only; --data is ignored")
-		fs.BoolVar(&cfg.inMemory, "inMemoryPersistence", false, "the same as --in-memory (Azurite's name)")
+		fs.BoolVar(&cfg.inMemory, "inMemoryPersistence", false, "the same as --in-memory (Azurite's name); not with --location, as in Azurite")
 		fs.BoolVar(&cfg.db.SyncWrites, "sync-writes", false,
 			"acknowledge a write only once the disk has it. Off, a crash of tabula loses nothing\n"+
 				"acknowledged, but a power loss or kernel crash can lose the last few seconds of\n"+
@@ -86,9 +99,10 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (*conf
 				"at the price of an fsync per write")
 	}, "addr", "tableHost", "tablePort", "data", "location", "in-memory", "inMemoryPersistence", "sync-writes")
 	group("Accounts and security", func() {
-		fs.StringVar(&accountsSpec, "accounts", "", "accounts to accept, \"`name:base64key[:base64key];…`\"\n(default $TABULA_ACCOUNTS, else the development account devstoreaccount1)")
-		fs.StringVar(&cfg.certFile, "cert", "", "serve HTTPS with the PEM certificate in `file` (needs --key)")
+		fs.StringVar(&accountsSpec, "accounts", "", "accounts to accept, \"`name:base64key[:base64key];…`\"\n(default $TABULA_ACCOUNTS, else Azurite's $AZURITE_ACCOUNTS, else the development\naccount devstoreaccount1)")
+		fs.StringVar(&cfg.certFile, "cert", "", "serve HTTPS with the PEM certificate in `file` (needs --key), or the\nPKCS#12 (.pfx) certificate and key in file (with --pwd)")
 		fs.StringVar(&cfg.keyFile, "key", "", "the PEM private key of --cert, in `file`")
+		fs.StringVar(&cfg.pfxPassword, "pwd", "", "the `password` of the .pfx file --cert names, as Azurite's flag")
 		fs.BoolVar(&cfg.selfSigned, "self-signed", false,
 			"serve HTTPS with a new certificate for 127.0.0.1 and localhost, written to --cert\n"+
 				"(default tabula-cert.pem in the data directory, or a temporary one with --in-memory)\n"+
@@ -102,11 +116,30 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (*conf
 			cfg.oauth = true
 			return nil
 		})
-		fs.BoolVar(&skipAPIVersionCheck, "skipApiVersionCheck", false, "accepted for Azurite's scripts; Tabula accepts every x-ms-version anyway")
-	}, "accounts", "cert", "key", "self-signed", "oauth", "skipApiVersionCheck")
+	}, "accounts", "cert", "key", "pwd", "self-signed", "oauth")
+	group("Azurite's switches", func() {
+		fs.BoolVar(&cfg.anyVersion, "skipApiVersionCheck", false, "serve every x-ms-version, not only the service's (beyond the service, as Azurite)")
+		fs.BoolVar(&cfg.pathStyleOnly, "disableProductStyleUrl", false,
+			"read the account from the path's first segment only, never from the host name\n"+
+				"(as Azurite: for clients that reach the server by a dotted name such as a container's)")
+		fs.BoolVar(&loose, "loose", false, "accepted (Azurite's loose mode): Tabula, like the service, ignores headers and\n"+
+			"query parameters it has no use for")
+		fs.BoolVar(&loose, "L", false, "")
+		fs.BoolVar(&disableTelemetry, "disableTelemetry", false, "accepted: Tabula collects no telemetry")
+		fs.IntVar(&keepAlive, "tableKeepAliveTimeout", -1, "how long a keep-alive connection waits for its next request, in `seconds`\n(Azurite's name for --idle-timeout)")
+		for _, name := range []string{"blobHost", "blobPort", "blobKeepAliveTimeout", "queueHost", "queuePort", "queueKeepAliveTimeout"} {
+			fs.Func(name, "", func(string) error {
+				cfg.notes = append(cfg.notes, "Note: --"+name+" is ignored: Tabula serves only the Table service.")
+				return nil
+			})
+		}
+		fs.Float64Var(&extentMemoryLimit, "extentMemoryLimit", -1, "accepted with --inMemoryPersistence, as Azurite: it limits blob\ncontent, which Tabula does not keep, in `megabytes`")
+	}, "skipApiVersionCheck", "disableProductStyleUrl", "loose", "disableTelemetry", "tableKeepAliveTimeout", "extentMemoryLimit")
 	group("Request log", func() {
 		fs.BoolVar(&cfg.silent, "silent", false, "log no requests (one line each by default, on standard output)")
+		fs.BoolVar(&cfg.silent, "s", false, "")
 		fs.StringVar(&cfg.debugFile, "debug", "", "append every request and response in full to `file`, with keys and\nsignatures redacted")
+		fs.StringVar(&cfg.debugFile, "d", "", "")
 		fs.StringVar(&cfg.logFormat, "log-format", "text", "request log `format`: text or json")
 	}, "silent", "log-format", "debug")
 	group("HTTP", func() {
@@ -160,12 +193,31 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (*conf
 	if _, _, err := net.SplitHostPort(cfg.addr); err != nil {
 		return nil, fmt.Errorf("--addr %q: want host:port", cfg.addr)
 	}
-	if set["data"] && set["location"] {
+	location := set["location"] || set["l"]
+	if set["data"] && location || set["location"] && set["l"] {
 		return nil, errors.New("give --data or --location, not both")
+	}
+	if cfg.inMemory && location {
+		return nil, errors.New("--inMemoryPersistence does not go with --location (as in Azurite): keep the data in memory or in a directory")
+	}
+	if set["extentMemoryLimit"] && !cfg.inMemory {
+		return nil, errors.New("--extentMemoryLimit goes only with --inMemoryPersistence (as in Azurite)")
+	}
+	if set["tableKeepAliveTimeout"] {
+		if set["idle-timeout"] {
+			return nil, errors.New("give --idle-timeout or --tableKeepAliveTimeout, not both")
+		}
+		if keepAlive < 0 {
+			return nil, fmt.Errorf("--tableKeepAliveTimeout %d: want seconds, 0 or more", keepAlive)
+		}
+		cfg.http.IdleTimeout = time.Duration(keepAlive) * time.Second
 	}
 
 	if accountsSpec == "" {
 		accountsSpec = getenv("TABULA_ACCOUNTS")
+	}
+	if accountsSpec == "" {
+		accountsSpec = getenv("AZURITE_ACCOUNTS") // the same form: name:key[:key];…
 	}
 	if accountsSpec != "" {
 		var err error
@@ -173,8 +225,16 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (*conf
 			return nil, fmt.Errorf("--accounts: %w", err)
 		}
 	}
-	if (cfg.certFile == "") != (cfg.keyFile == "") && !cfg.selfSigned {
-		return nil, errors.New("--cert and --key go together")
+	cfg.pfx = set["pwd"] || cfg.keyFile == "" && (strings.HasSuffix(strings.ToLower(cfg.certFile), ".pfx") || strings.HasSuffix(strings.ToLower(cfg.certFile), ".p12"))
+	switch {
+	case cfg.pfx && cfg.certFile == "":
+		return nil, errors.New("--pwd is the password of a .pfx file given with --cert")
+	case cfg.pfx && cfg.keyFile != "":
+		return nil, errors.New("a .pfx file holds its key: give --cert and --pwd, no --key")
+	case cfg.pfx && cfg.selfSigned:
+		return nil, errors.New("--self-signed makes its own certificate; give no .pfx")
+	case !cfg.pfx && (cfg.certFile == "") != (cfg.keyFile == "") && !cfg.selfSigned:
+		return nil, errors.New("--cert and --key go together (or --cert FILE.pfx and --pwd)")
 	}
 	if cfg.selfSigned && cfg.keyFile != "" {
 		return nil, errors.New("--self-signed makes its own key; give no --key")
@@ -301,6 +361,9 @@ func parseKinds(spec string) (partition.KindSet, error) {
 	return set, nil
 }
 
+// shortNames are Azurite's one-letter flags, printed beside their long names.
+var shortNames = map[string]string{"location": "l", "silent": "s", "debug": "d", "loose": "L"}
+
 // printUsage writes the help: the introduction, then each group's flags with two dashes.
 func printUsage(out io.Writer, fs *flag.FlagSet, groups []flagGroup) {
 	fmt.Fprint(out, serveIntro)
@@ -310,6 +373,9 @@ func printUsage(out io.Writer, fs *flag.FlagSet, groups []flagGroup) {
 			f := fs.Lookup(name)
 			arg, text := flag.UnquoteUsage(f)
 			line := "  --" + f.Name
+			if short := shortNames[f.Name]; short != "" {
+				line = "  -" + short + ", --" + f.Name
+			}
 			if arg != "" {
 				line += " " + arg
 			}

@@ -23,6 +23,9 @@ import (
 const shutdownGrace = 30 * time.Second
 
 func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer) (err error) {
+	for _, n := range cfg.notes {
+		fmt.Fprintln(stderr, n)
+	}
 	var debug io.Writer
 	if cfg.debugFile != "" {
 		f, ferr := os.OpenFile(cfg.debugFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
@@ -66,7 +69,8 @@ func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer) (err erro
 			fmt.Fprintln(stdout, "Stopped; the database is closed.")
 		}
 	}()
-	h, err := server.New(db, &server.Options{Accounts: cfg.accounts, BearerTokens: cfg.oauth})
+	h, err := server.New(db, &server.Options{Accounts: cfg.accounts, BearerTokens: cfg.oauth,
+		PathStyleOnly: cfg.pathStyleOnly, AnyVersion: cfg.anyVersion})
 	if err != nil {
 		return err
 	}

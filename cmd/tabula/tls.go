@@ -13,6 +13,8 @@ import (
 	"net"
 	"os"
 	"time"
+
+	"software.sslmate.com/src/go-pkcs12"
 )
 
 // selfSignedCert makes a certificate for 127.0.0.1, ::1 and localhost, valid for a year
@@ -66,6 +68,12 @@ func tlsConfig(cfg *config, certPath string, now time.Time) (*tls.Config, error)
 			return nil, fmt.Errorf("writing the self-signed certificate: %w", err)
 		}
 		cert = c
+	} else if cfg.pfx {
+		c, err := loadPFX(cfg.certFile, cfg.pfxPassword)
+		if err != nil {
+			return nil, err
+		}
+		cert = c
 	} else {
 		c, err := tls.LoadX509KeyPair(cfg.certFile, cfg.keyFile)
 		if err != nil {
@@ -74,4 +82,22 @@ func tlsConfig(cfg *config, certPath string, now time.Time) (*tls.Config, error)
 		cert = c
 	}
 	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// loadPFX reads a PKCS#12 (.pfx) file holding a certificate, its key and any intermediate
+// certificates, as Azurite's --cert with --pwd does.
+func loadPFX(path, password string) (tls.Certificate, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("reading --cert: %w", err)
+	}
+	key, leaf, chain, err := pkcs12.DecodeChain(data, password)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("reading the .pfx file %s (is --pwd right?): %w", path, err)
+	}
+	cert := tls.Certificate{Certificate: [][]byte{leaf.Raw}, PrivateKey: key, Leaf: leaf}
+	for _, c := range chain {
+		cert.Certificate = append(cert.Certificate, c.Raw)
+	}
+	return cert, nil
 }

@@ -190,8 +190,9 @@ func build(out, version string, t target) (string, error) {
 
 // checkBinary fails unless bin is an executable for t that needs nothing from the system
 // beyond what every installation of t has: on linux no program interpreter and no shared
-// library at all (it runs in an empty container image), on darwin only libSystem, which
-// every Go program links there.
+// library at all (it runs in an empty container image), on darwin only what every Go
+// program without cgo links there and every macOS has (libSystem, libresolv, the system
+// frameworks).
 func checkBinary(bin string, t target) error {
 	fail := func(format string, args ...any) error {
 		return fmt.Errorf("%s is not a static %s executable: "+format, append([]any{bin, t}, args...)...)
@@ -230,7 +231,8 @@ func checkBinary(bin string, t target) error {
 			return fail("%v", err)
 		}
 		for _, l := range libs {
-			if l != "/usr/lib/libSystem.B.dylib" {
+			if !strings.HasPrefix(l, "/usr/lib/libSystem.") && !strings.HasPrefix(l, "/usr/lib/libresolv.") &&
+				!strings.HasPrefix(l, "/System/Library/Frameworks/") {
 				return fail("it needs %s", l)
 			}
 		}
