@@ -12,7 +12,7 @@
 
 import { execFileSync } from "node:child_process";
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 
@@ -25,7 +25,8 @@ const { values } = parseArgs({
     out: { type: "string" },
   },
 });
-const out = values.out ?? join(values.dist, "npm");
+values.dist = resolve(values.dist);
+const out = resolve(values.out ?? join(values.dist, "npm"));
 
 // The Go names of the release's platforms, and Node's.
 const platforms = [
