@@ -11,8 +11,11 @@
 #
 # The server runs as the unprivileged user 65532:65532, listens on every interface of the
 # container (0.0.0.0:10002; publish it on loopback, as above) and keeps its data in the
-# volume /data, which starts empty and owned by that user (-v tabula-data:/data keeps it
-# across containers). Anyone who can reach the published port can use the development key
+# volume /data (in /data/tabula-data, the default --location, relative to the working
+# directory), which starts empty and owned by that user (-v tabula-data:/data keeps it
+# across containers). Arguments after the image are tabula serve's, Azurite's included, so
+# an Azurite container's command line runs unchanged: --tablePort, --location /data/x,
+# --inMemoryPersistence, --loose, --silent, -d /data/debug.log, ... Anyone who can reach the published port can use the development key
 # it accepts by default: give your own with -e TABULA_ACCOUNTS=name:base64key.
 FROM scratch
 ARG TARGETARCH
@@ -20,5 +23,6 @@ COPY dist/bin/linux_${TARGETARCH}/tabula /tabula
 COPY --chown=65532:65532 dist/image/data/ /data/
 USER 65532:65532
 VOLUME /data
+WORKDIR /data
 EXPOSE 10002
-ENTRYPOINT ["/tabula", "serve", "--addr", "0.0.0.0:10002", "--data", "/data"]
+ENTRYPOINT ["/tabula", "serve", "--tableHost", "0.0.0.0"]

@@ -46,17 +46,19 @@ class Image(unittest.TestCase):
         tool("volume", "create", self.volume)
         self.addCleanup(tool, "volume", "rm", "-f", self.volume, check=False)
 
-    def start(self):
-        """Starts the image on the volume with the port published on loopback; returns the
-        name, the connection string for the published port, and the banner."""
+    def start(self, *args):
+        """Starts the image on the volume with the port published on loopback, with args
+        for tabula serve; returns the name, the connection string for the published port,
+        and the banner."""
         name = "tabula-test-" + uuid.uuid4().hex[:8]
         port = free_port()
         tool("run", "-d", "--name", name, *RUN_FLAGS, "-v", f"{self.volume}:/data",
-             "-p", f"127.0.0.1:{port}:10002", IMAGE)
+             "-p", f"127.0.0.1:{port}:10002", IMAGE, *args)
         self.addCleanup(tool, "rm", "-f", name, check=False)
         deadline = time.monotonic() + 60
         while True:
-            logs = tool("logs", name).stdout
+            r = tool("logs", name)
+            logs = r.stdout + r.stderr
             m = re.search(r"DefaultEndpointsProtocol=\S+", logs)
             if m:
                 break
@@ -72,12 +74,13 @@ class Image(unittest.TestCase):
         self.assertEqual(cfg["User"], "65532:65532")
         self.assertIn("/data", cfg["Volumes"])
         self.assertIn("10002/tcp", cfg["ExposedPorts"])
-        self.assertEqual(cfg["Entrypoint"], ["/tabula", "serve", "--addr", "0.0.0.0:10002", "--data", "/data"])
+        self.assertEqual(cfg["Entrypoint"], ["/tabula", "serve", "--tableHost", "0.0.0.0"])
+        self.assertEqual(cfg["WorkingDir"], "/data")
 
     def test_sdk_and_volume(self):
         name, conn, logs = self.start()
         self.assertRegex(logs, r"on (\[::\]|0\.0\.0\.0):10002 \(every interface\)")
-        self.assertIn("Data: /data", logs)
+        self.assertIn("Data: ./tabula-data", logs)  # in the volume: the working directory is /data
         with TableServiceClient.from_connection_string(conn) as svc:
             table = svc.create_table("Images")
             table.create_entity({"PartitionKey": "p", "RowKey": "r", "Size": 42})
@@ -92,6 +95,17 @@ class Image(unittest.TestCase):
         with TableServiceClient.from_connection_string(conn) as svc:
             table = svc.get_table_client("Images")
             self.assertEqual([e["Size"] for e in table.list_entities()], [42], "the volume kept the data")
+
+
+    def test_azurite_command_line(self):
+        """An Azurite container's arguments run unchanged after the image."""
+        _, conn, logs = self.start("--inMemoryPersistence", "--loose", "--skipApiVersionCheck", "--disableTelemetry",
+                                   "--silent", "--blobHost", "0.0.0.0", "--queueHost", "0.0.0.0")
+        self.assertIn("Data: in memory", logs)
+        self.assertIn("--blobHost is ignored", logs)
+        with TableServiceClient.from_connection_string(conn) as svc:
+            svc.create_table("FromAzurite")
+            self.assertEqual([t.name for t in svc.list_tables()], ["FromAzurite"])
 
 
 if __name__ == "__main__":
