@@ -110,6 +110,10 @@ def main():
                                           check=True, capture_output=True, text=True).stdout.strip()
     version = pep440(version)
     out = a.out or os.path.join(a.dist, "python")
+    if os.path.isdir(out):  # wheels of an earlier version would be installed beside these
+        for name in os.listdir(out):
+            if name.startswith("tabuladb-") and name.endswith(".whl"):
+                os.remove(os.path.join(out, name))
     for goos, goarch, tag in PLATFORMS:
         path = build(version, goos, goarch, tag, a.dist, out)
         if path:
