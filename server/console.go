@@ -27,7 +27,7 @@ const consolePolicy = "default-src 'none'; script-src 'self'; style-src 'self'; 
 
 // serveConsole serves the console under ReservedPrefix+"console/" for an authenticated
 // account; path is what follows "console/".
-func (s *Server) serveConsole(w http.ResponseWriter, r *http.Request, account, path string) {
+func (s *Server) serveConsole(w http.ResponseWriter, r *http.Request, _ principal, path string) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		http.Error(w, "tabula: the console is read-only", http.StatusMethodNotAllowed)

@@ -91,7 +91,7 @@ func badField(field, format string, args ...any) *controlError {
 
 // serveControl serves the management API's controls: limits, faults, query switches and the
 // reset of statistics.
-func (s *Server) serveControl(w http.ResponseWriter, r *http.Request, _ string, path string) {
+func (s *Server) serveControl(w http.ResponseWriter, r *http.Request, who principal, path string) {
 	switch path {
 	case "limits":
 		s.controlResource(w, r, s.limitsView, s.changeLimits)

@@ -18,7 +18,7 @@ import (
 //	GET api/explain?table=T&filter=F     the plan of $filter F on table T, run for one page
 //
 // Neither writes data; explain reads one page, charged to the limits as any query is.
-func (s *Server) serveInsight(w http.ResponseWriter, r *http.Request, account, path string) {
+func (s *Server) serveInsight(w http.ResponseWriter, r *http.Request, who principal, path string) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		writeInsightError(w, http.StatusMethodNotAllowed, "tabula: "+path+" is read-only; use GET")
@@ -39,7 +39,7 @@ func (s *Server) serveInsight(w http.ResponseWriter, r *http.Request, account, p
 			writeInsightError(w, http.StatusBadRequest, "tabula: format must be json or svg")
 		}
 	case "explain":
-		s.explain(w, r, account)
+		s.explain(w, r, who.account)
 	default:
 		http.NotFound(w, r)
 	}

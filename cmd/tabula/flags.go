@@ -21,6 +21,7 @@ type config struct {
 	dir      string
 	inMemory bool
 	accounts []server.Account // nil: the development account
+	adminKey string           // "": one made up at start
 
 	db   tabula.Options
 	http server.HTTPLimits
@@ -87,6 +88,7 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (*conf
 	}, "addr", "tableHost", "tablePort", "data", "location", "in-memory", "inMemoryPersistence", "sync-writes")
 	group("Accounts and security", func() {
 		fs.StringVar(&accountsSpec, "accounts", "", "accounts to accept, \"`name:base64key[:base64key];…`\"\n(default $TABULA_ACCOUNTS, else the development account devstoreaccount1)")
+		fs.StringVar(&cfg.adminKey, "admin-key", "", "the management API's administrator password (user _tabula), which steers every\naccount and creates accounts (default $TABULA_ADMIN_KEY, else a random one, printed)")
 		fs.StringVar(&cfg.certFile, "cert", "", "serve HTTPS with the PEM certificate in `file` (needs --key)")
 		fs.StringVar(&cfg.keyFile, "key", "", "the PEM private key of --cert, in `file`")
 		fs.BoolVar(&cfg.selfSigned, "self-signed", false,
@@ -103,7 +105,7 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (*conf
 			return nil
 		})
 		fs.BoolVar(&skipAPIVersionCheck, "skipApiVersionCheck", false, "accepted for Azurite's scripts; Tabula accepts every x-ms-version anyway")
-	}, "accounts", "cert", "key", "self-signed", "oauth", "skipApiVersionCheck")
+	}, "accounts", "admin-key", "cert", "key", "self-signed", "oauth", "skipApiVersionCheck")
 	group("Request log", func() {
 		fs.BoolVar(&cfg.silent, "silent", false, "log no requests (one line each by default, on standard output)")
 		fs.StringVar(&cfg.debugFile, "debug", "", "append every request and response in full to `file`, with keys and\nsignatures redacted")
@@ -172,6 +174,9 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (*conf
 		if cfg.accounts, err = server.ParseAccounts(accountsSpec); err != nil {
 			return nil, fmt.Errorf("--accounts: %w", err)
 		}
+	}
+	if cfg.adminKey == "" {
+		cfg.adminKey = getenv("TABULA_ADMIN_KEY")
 	}
 	if (cfg.certFile == "") != (cfg.keyFile == "") && !cfg.selfSigned {
 		return nil, errors.New("--cert and --key go together")

@@ -66,7 +66,7 @@ func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer) (err erro
 			fmt.Fprintln(stdout, "Stopped; the database is closed.")
 		}
 	}()
-	h, err := server.New(db, &server.Options{Accounts: cfg.accounts, BearerTokens: cfg.oauth})
+	h, err := server.New(db, &server.Options{Accounts: cfg.accounts, BearerTokens: cfg.oauth, AdminKey: cfg.adminKey})
 	if err != nil {
 		return err
 	}
@@ -114,6 +114,11 @@ func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer) (err erro
 		fmt.Fprintf(stdout, "Connection string for %s:\n  %s\n", a.Name, a.ConnectionString(endpoint))
 	}
 	fmt.Fprintf(stdout, "Console (sign in with an account name and key): %s%sconsole/\n", endpoint, server.ReservedPrefix)
+	if cfg.adminKey == "" {
+		fmt.Fprintf(stdout, "Admin key (user %s; every account, and creating accounts): %s\n", server.AdminUser, h.AdminKey())
+	} else {
+		fmt.Fprintf(stdout, "Admin key: as given (user %s; every account, and creating accounts).\n", server.AdminUser)
+	}
 	if scheme == "http" && listening.Port == 10002 && usesDevelopmentAccount(h.Accounts()) {
 		fmt.Fprintln(stdout, "SDKs other than Go's also accept UseDevelopmentStorage=true.")
 	}
