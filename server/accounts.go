@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -292,4 +293,37 @@ func (s *Server) dropCreatedLeftovers() error {
 		}
 	}
 	return nil
+}
+
+// addConfigured adds the accounts of Options.Accounts, each served from the namespace the DB
+// records for its name, and drops what created accounts of an earlier server left.
+func (s *Server) addConfigured(accounts []Account, logger *slog.Logger) error {
+	names := make([]string, 0, len(accounts))
+	for _, a := range accounts {
+		if err := a.check(); err != nil {
+			return err
+		}
+		if slices.Contains(names, a.Name) {
+			return fmt.Errorf("server: account %q is given twice", a.Name)
+		}
+		names = append(names, a.Name)
+	}
+	namespaces, legacy, err := s.db.AssignNamespaces(context.Background(), names)
+	if err != nil {
+		return fmt.Errorf("server: reading which account owns which data: %w", err)
+	}
+	if legacy {
+		if logger == nil {
+			logger = slog.Default()
+		}
+		logger.Warn("tabula: the data directory did not record which account owns which data; assigned as before, by the order of the accounts, and recorded: "+
+			names[0]+" owns the root namespace (the tables the embedded API sees), every other account the namespace of its name",
+			"accounts", strings.Join(names, ","))
+	}
+	for _, a := range accounts {
+		if err := s.dir.add(a, namespaces[a.Name], false); err != nil {
+			return err
+		}
+	}
+	return s.dropCreatedLeftovers()
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/textproto"
@@ -28,10 +29,13 @@ const DefaultVersion = "2019-02-02"
 type Options struct {
 	// Accounts are the accounts the server accepts, by name and keys. Each is its own
 	// namespace of tables in the one DB the server serves, as each storage account is on
-	// the service: the first account's tables are the DB's own (DB.Namespace("")), so that
-	// a single-account server serves exactly what the embedded API sees; every other
-	// account's are DB.Namespace(name). Each also answers at "<name>-secondary", the
-	// read-only endpoint of read-access geo-redundant storage. Default:
+	// the service, found by the account's name as the DB records it
+	// (tabula.DB.AssignNamespaces): on a DB that records none, the first account's tables
+	// are the DB's own (DB.Namespace("")), so that a single-account server serves exactly
+	// what the embedded API sees, and every other account's are DB.Namespace(name); from
+	// then on the order of the accounts changes nothing, an account left out keeps its
+	// data, and a new account's keys may change. Each also answers at "<name>-secondary",
+	// the read-only endpoint of read-access geo-redundant storage. Default:
 	// DevelopmentAccount().
 	Accounts []Account
 
@@ -51,6 +55,10 @@ type Options struct {
 	// authentication as the user "_tabula", which steers every account and creates and
 	// deletes accounts (see reserved.go). Default: a random key, which AdminKey returns.
 	AdminKey string
+
+	// Logger receives what the server says outside requests, such as how it assigned the
+	// accounts of a data directory that recorded none. Default: slog.Default().
+	Logger *slog.Logger
 }
 
 // Server is an http.Handler speaking the Azure Table service's REST protocol (JSON only)
@@ -84,19 +92,7 @@ func New(db *tabula.DB, opts *Options) (*Server, error) {
 		o.AdminKey = newAdminKey()
 	}
 	s := &Server{db: db, clock: o.Clock, newID: newRequestID, bearer: o.BearerTokens, admin: o.AdminKey}
-	for i, a := range o.Accounts {
-		if err := a.check(); err != nil {
-			return nil, err
-		}
-		ns := a.Name
-		if i == 0 {
-			ns = ""
-		}
-		if err := s.dir.add(a, db.Namespace(ns), false); err != nil {
-			return nil, err
-		}
-	}
-	if err := s.dropCreatedLeftovers(); err != nil {
+	if err := s.addConfigured(o.Accounts, o.Logger); err != nil {
 		return nil, err
 	}
 	return s, nil
