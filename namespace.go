@@ -99,6 +99,10 @@ func (n *Namespace) Drop(ctx context.Context) error {
 			db.dropInBackground(t.id)
 		}
 		if len(batch) < dropBatch {
+			db.service.DropAccount(n.name)
+			db.knobsMu.Lock()
+			db.nsQueries.Delete(n.name)
+			db.knobsMu.Unlock()
 			return nil
 		}
 	}

@@ -52,7 +52,7 @@ func (db *DB) runPage(ctx context.Context, ot *openTable, p *preparedQuery, star
 	defer func() { pt.Charge(startPK, page.Plan.Scanned) }()
 	err := db.view(ctx, func(tx *storage.Txn) error {
 		s := scanner{p: p, tx: tx, page: &page, clock: db.clock, began: db.clock(), service: pt}
-		if db.boundaries.Load() {
+		if p.switches.boundaries.Load() {
 			if b, ok := pt.NextBoundary(startPK); ok {
 				s.boundary, s.boundaryPK = storage.AppendPart(tablePrefix(rec.ID), b), b
 			}
