@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tabuladb/tabula"
 )
@@ -117,7 +118,6 @@ type accountSet struct {
 	mu      sync.Mutex
 	order   []string // names, Options.Accounts first, then created accounts as they came
 	created int      // how many of order were created through the management API
-	seq     uint64   // numbers created accounts' namespaces (see createdNamespace)
 }
 
 // get returns the account called name, or nil.
@@ -193,14 +193,27 @@ const createdNamespacePrefix = ":"
 
 // createdNamespace names the namespace of a created account: its name and a number of its
 // own, so that an account dropped and created again under the same name never sees what a
-// request still running against the old one writes.
-func (d *accountSet) createdNamespace(name string) string {
-	d.mu.Lock()
-	d.seq++
-	seq := d.seq
-	d.mu.Unlock()
-	return createdNamespacePrefix + name + ":" + strconv.FormatUint(seq, 10)
+// request still running against the old one writes. The namespace counts as live (see
+// dropCreatedLeftovers) until the account is deleted.
+func createdNamespace(db *tabula.DB, name string) string {
+	ns := createdNamespacePrefix + name + ":" + strconv.FormatUint(createdSeq.Add(1), 10)
+	liveCreated.Store(liveNamespace{db, ns}, struct{}{})
+	return ns
 }
+
+// liveNamespace is a namespace of a DB open now.
+type liveNamespace struct {
+	db *tabula.DB
+	ns string
+}
+
+// createdSeq numbers created accounts' namespaces, process-wide.
+var createdSeq atomic.Uint64
+
+// liveCreated holds the namespaces of the created accounts of every Server of the process
+// (a directory is open in one process at most), so that a Server made on a DB another Server
+// already serves (NewConsoleHandler does) drops only what dead servers left.
+var liveCreated sync.Map // liveNamespace → struct{}
 
 // validCreatedName reports whether name is a storage account name as the service allows
 // them: 3 to 24 lowercase letters and digits (Azure docs: "Storage account overview",
@@ -240,7 +253,11 @@ func (s *Server) CreateAccount(name string) (Account, error) {
 		var key [64]byte
 		_, _ = rand.Read(key[:])
 		a := Account{Name: name, Keys: []string{base64.StdEncoding.EncodeToString(key[:])}}
-		err := s.dir.add(a, s.db.Namespace(s.dir.createdNamespace(name)), true)
+		ns := createdNamespace(s.db, name)
+		err := s.dir.add(a, s.db.Namespace(ns), true)
+		if err != nil {
+			liveCreated.Delete(liveNamespace{s.db, ns})
+		}
 		if errors.Is(err, errAccountExists) && generated && attempt < 3 {
 			continue
 		}
@@ -275,18 +292,20 @@ func (s *Server) DeleteAccount(ctx context.Context, name string) error {
 	if s.dir.remove(name) == nil {
 		return fmt.Errorf("%w: %q", ErrUnknownAccount, name) // deleted meanwhile
 	}
+	defer liveCreated.Delete(liveNamespace{s.db, e.ns.Name()})
 	return e.ns.Drop(ctx)
 }
 
 // dropCreatedLeftovers drops what accounts created through the management API by an earlier
-// server left in the DB (a server killed before its accounts were deleted).
+// server left in the DB (a server killed before its accounts were deleted); the accounts of
+// Servers of this process that still run are left alone.
 func (s *Server) dropCreatedLeftovers() error {
 	names, err := s.db.Namespaces(context.Background())
 	if err != nil {
 		return fmt.Errorf("server: listing namespaces: %w", err)
 	}
 	for _, ns := range names {
-		if strings.HasPrefix(ns, createdNamespacePrefix) {
+		if _, live := liveCreated.Load(liveNamespace{s.db, ns}); !live && strings.HasPrefix(ns, createdNamespacePrefix) {
 			if err := s.db.Namespace(ns).Drop(context.Background()); err != nil {
 				return fmt.Errorf("server: dropping a created account's leftovers: %w", err)
 			}

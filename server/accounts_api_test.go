@@ -362,3 +362,97 @@ func mustTime(t *testing.T, s string) *time.Time {
 	require.NoError(t, err)
 	return &v
 }
+
+// The administrator steers and reads every account at once, or one with ?account=NAME; an
+// account cannot name another.
+func TestAdminSteersEveryAccount(t *testing.T) {
+	a := newAdminServer(t)
+	dev := sdkClient(t, server.DevelopmentAccount().ConnectionString(a.url))
+	other := sdkClient(t, otherAccount.ConnectionString(a.url))
+	for svc, table := range map[*aztables.ServiceClient]string{dev: "DevTable", other: "OtherTable"} {
+		_, err := svc.CreateTable(ctx, table, nil)
+		require.NoError(t, err)
+	}
+	write := func(svc *aztables.ServiceClient, table string) error {
+		_, err := svc.NewClient(table).UpsertEntity(ctx, []byte(`{"PartitionKey":"p","RowKey":"r"}`), nil)
+		return err
+	}
+
+	status, body := a.admin("GET", "report", "")
+	require.Equal(t, 200, status, body)
+	assert.Contains(t, body, `"name":"devstoreaccount1/DevTable"`)
+	assert.Contains(t, body, `"name":"otheracct/OtherTable"`)
+	status, body = a.admin("GET", "report?format=svg", "")
+	require.Equal(t, 200, status, body)
+	assert.Contains(t, body, "otheracct/OtherTable")
+	status, body = a.admin("GET", "report?account=otheracct", "")
+	require.Equal(t, 200, status, body)
+	assert.Contains(t, body, `"name":"OtherTable"`)
+	assert.NotContains(t, body, "DevTable")
+
+	status, body = a.admin("PUT", "faults", `{"serverBusy":1}`)
+	require.Equal(t, 200, status, body)
+	assert.Equal(t, "ServerBusy", errorCode(write(dev, "DevTable")))
+	assert.Equal(t, "ServerBusy", errorCode(write(other, "OtherTable")))
+	status, _ = a.admin("DELETE", "faults", "")
+	require.Equal(t, 200, status)
+	assert.NoError(t, write(dev, "DevTable"))
+
+	status, body = a.admin("PUT", "faults?account=otheracct", `{"serverBusy":1}`)
+	require.Equal(t, 200, status, body)
+	assert.NoError(t, write(dev, "DevTable"))
+	assert.Equal(t, "ServerBusy", errorCode(write(other, "OtherTable")))
+	status, body = a.call(otherAccount.Name, otherAccount.Keys[0], "GET", "faults", "")
+	require.Equal(t, 200, status)
+	assert.Contains(t, body, `"serverBusy":1,`)
+	status, _ = a.admin("PUT", "faults?account=otheracct", `{"serverBusy":0}`)
+	require.Equal(t, 200, status)
+
+	status, body = a.admin("GET", "explain?table=otheracct/OtherTable&filter=PartitionKey%20eq%20'p'", "")
+	assert.Equal(t, 200, status, body)
+	status, body = a.admin("GET", "explain?table=OtherTable&account=otheracct", "")
+	assert.Equal(t, 200, status, body)
+	status, body = a.admin("GET", "explain?table=OtherTable", "")
+	assert.Equal(t, 400, status, body)
+
+	for _, tc := range []struct {
+		user, password, resource string
+		status                   int
+	}{
+		{otherAccount.Name, otherAccount.Keys[0], "limits?account=devstoreaccount1", 403},
+		{otherAccount.Name, otherAccount.Keys[0], "report?account=devstoreaccount1", 403},
+		{otherAccount.Name, otherAccount.Keys[0], "explain?account=devstoreaccount1&table=DevTable", 403},
+		{otherAccount.Name, otherAccount.Keys[0], "limits?account=otheracct", 200},
+		{server.AdminUser, testAdminKey, "limits?account=nobody", 404},
+		{server.AdminUser, otherAccount.Keys[0], "limits", 401},
+		{server.DevelopmentAccountName, testAdminKey, "limits", 401},
+	} {
+		status, body := a.call(tc.user, tc.password, "GET", tc.resource, "")
+		assert.Equal(t, tc.status, status, "%s as %s: %s", tc.resource, tc.user, body)
+	}
+	for _, user := range []string{server.AdminUser, otherAccount.Name} {
+		password := testAdminKey
+		if user != server.AdminUser {
+			password = otherAccount.Keys[0]
+		}
+		req, err := http.NewRequest("GET", a.url+server.ReservedPrefix+"console/", nil)
+		require.NoError(t, err)
+		req.SetBasicAuth(user, password)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, 200, resp.StatusCode, "the console for %s", user)
+	}
+}
+
+// A second Server on a DB another serves (as NewConsoleHandler makes) leaves the first's
+// created accounts alone.
+func TestSecondServerKeepsLiveCreatedAccounts(t *testing.T) {
+	a := newAdminServer(t)
+	c := a.create(`{"name":"alive1"}`)
+	_, err := sdkClient(t, c.ConnectionString).CreateTable(ctx, "Orders", nil)
+	require.NoError(t, err)
+	_, err = server.NewConsoleHandler(a.db, nil)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"Orders"}, tableNames(t, sdkClient(t, c.ConnectionString)))
+}

@@ -51,7 +51,11 @@
 // the server runs, so that a test in any language can turn throttling on, run its retry logic
 // and read what the service would have seen. It is guarded by the account key: HTTP Basic
 // authentication with the account name as the user and one of its keys as the password.
-// GET reads a resource; PUT changes the fields its body names and leaves the others as they
+// Signed in so, every resource (and the console) is the account's alone: its tables in the
+// report and explain, its limits, its faults, its query switches, its counters; no account
+// can read or steer another. The administrator (user "_tabula" with the admin key, see
+// below) reads and steers every account at once (the report names each table
+// account/table), or one with ?account=NAME. GET reads a resource; PUT changes the fields its body names and leaves the others as they
 // are; both answer 200 with the resource now in force. The report and explain are read-only.
 //
 //	GET|PUT /_tabula/api/limits   {"mode":"observe","partitionRate":2000,"partitionBurst":2000,
