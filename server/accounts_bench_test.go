@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -9,6 +10,51 @@ import (
 	"github.com/tabuladb/tabula"
 	"github.com/tabuladb/tabula/server"
 )
+
+// BenchmarkFreshAccountHTTP is BenchmarkFreshAccount over a loopback connection, as a test
+// helper in another language sees it: two requests on a kept-alive connection.
+func BenchmarkFreshAccountHTTP(b *testing.B) {
+	db, err := tabula.OpenInMemory(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	s, err := server.New(db, &server.Options{AdminKey: testAdminKey})
+	if err != nil {
+		b.Fatal(err)
+	}
+	hs := httptest.NewServer(s)
+	defer hs.Close()
+	client := hs.Client()
+	call := func(method, path string) (int, []byte) {
+		r, err := http.NewRequest(method, hs.URL+path, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r.SetBasicAuth(server.AdminUser, testAdminKey)
+		resp, err := client.Do(r)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, body
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		status, body := call(http.MethodPost, server.ReservedPrefix+"api/accounts")
+		if status != http.StatusCreated {
+			b.Fatal(status, string(body))
+		}
+		var c struct{ Name string }
+		if err := json.Unmarshal(body, &c); err != nil {
+			b.Fatal(err)
+		}
+		if status, body := call(http.MethodDelete, server.ReservedPrefix+"api/accounts/"+c.Name); status != http.StatusNoContent {
+			b.Fatal(status, string(body))
+		}
+	}
+}
 
 // BenchmarkFreshAccount creates a fresh isolated account on a running server and drops it,
 // through the management API (POST api/accounts, then DELETE api/accounts/{name}), as a test
