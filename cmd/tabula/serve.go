@@ -66,7 +66,7 @@ func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer) (err erro
 			fmt.Fprintln(stdout, "Stopped; the database is closed.")
 		}
 	}()
-	h, err := server.New(db, &server.Options{Accounts: cfg.accounts, BearerTokens: cfg.oauth, AdminKey: cfg.adminKey})
+	h, err := server.New(db, &server.Options{Accounts: cfg.accounts, BearerTokens: cfg.oauth, AdminKey: cfg.adminKey, Logger: cfg.db.Logger})
 	if err != nil {
 		return err
 	}
