@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"log/slog"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -113,4 +115,32 @@ func TestAccountDataOfAnUnrecordedDirectory(t *testing.T) {
 	// A new, empty directory is recorded without a word.
 	serveDir(t, t.TempDir(), &server.Options{Accounts: accounts, Logger: logger}, func(map[string]string) {})
 	assert.Empty(t, log.String())
+}
+
+// The first release's directory (format 1, ../testdata/format1) recorded no owners: its tables,
+// the root namespace's, go to the first account listed on the first start, with a log line,
+// and stay with that account whatever the order afterwards.
+func TestAccountDataOfTheFirstRelease(t *testing.T) {
+	dir := t.TempDir()
+	entries, err := os.ReadDir("../testdata/format1/db")
+	require.NoError(t, err)
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join("../testdata/format1/db", e.Name()))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, e.Name()), b, 0o600))
+	}
+	var log bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&log, nil))
+	first := []server.Account{otherAccount, server.DevelopmentAccount()}
+	serveDir(t, dir, &server.Options{Accounts: first, Logger: logger}, func(conn map[string]string) {
+		assert.Equal(t, []string{"ARCHIVE", "Movies", "people"}, tableNames(t, sdkClient(t, conn[otherAccount.Name])))
+		assert.Empty(t, tableNames(t, sdkClient(t, conn[server.DevelopmentAccountName])))
+	})
+	assert.Contains(t, log.String(), "otheracct owns the root namespace")
+	log.Reset()
+	serveDir(t, dir, &server.Options{Accounts: []server.Account{server.DevelopmentAccount(), otherAccount}, Logger: logger}, func(conn map[string]string) {
+		assert.Equal(t, []string{"ARCHIVE", "Movies", "people"}, tableNames(t, sdkClient(t, conn[otherAccount.Name])))
+		assert.Empty(t, tableNames(t, sdkClient(t, conn[server.DevelopmentAccountName])))
+	})
+	assert.NotContains(t, log.String(), "owns the root namespace")
 }
