@@ -75,7 +75,7 @@ func (n *Namespace) CreateTable(ctx context.Context, name string) (*Table, error
 	if err := validateTableName(name); err != nil {
 		return nil, err
 	}
-	if err := admit(db.service.AdmitTableOp(partition.KindCreateTable), "create table"); err != nil {
+	if err := admit(db.service.AdmitTableOp(n.name, partition.KindCreateTable), "create table"); err != nil {
 		return nil, err
 	}
 	if err := db.deleting.check(n.name, name, db.clock()); err != nil {
@@ -124,7 +124,7 @@ func (db *DB) DeleteTable(ctx context.Context, name string) error {
 // DB.DeleteTable does.
 func (n *Namespace) DeleteTable(ctx context.Context, name string) error {
 	db := n.db
-	if err := admit(db.service.AdmitTableOp(partition.KindDeleteTable), "delete table"); err != nil {
+	if err := admit(db.service.AdmitTableOp(n.name, partition.KindDeleteTable), "delete table"); err != nil {
 		return err
 	}
 	var rec tableRecord
@@ -253,7 +253,7 @@ func (n *Namespace) ListTables(ctx context.Context, q TableQuery) (TablePage, er
 	if err != nil {
 		return TablePage{}, err
 	}
-	if err := admit(db.service.AdmitTableOp(partition.KindQueryTables), "list tables"); err != nil {
+	if err := admit(db.service.AdmitTableOp(n.name, partition.KindQueryTables), "list tables"); err != nil {
 		return TablePage{}, err
 	}
 	pred := odata.Compile(expr)

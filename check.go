@@ -140,6 +140,10 @@ func (db *DB) Check(ctx context.Context) error {
 				if _, _, _, err := storage.NextPart(key[1:]); err != nil {
 					report("service properties key %q: %v", key, err)
 				}
+			case prefixOwner:
+				if _, _, _, err := storage.NextPart(key[1:]); err != nil {
+					report("owner key %q: %v", key, err)
+				}
 			case prefixMeta:
 				switch string(key) {
 				case string(nextTableIDKey):

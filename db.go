@@ -16,10 +16,11 @@ type DB struct {
 	store *storage.DB
 	clock func() time.Time
 
-	queryBudget     time.Duration
-	forbidFullScans atomic.Bool  // see SetForbidFullScans
-	boundaries      atomic.Bool  // see SetBoundaryContinuations
-	deleting        beingDeleted // tables in the TableBeingDeleted state (Options.TableDeleteDelay)
+	queryBudget time.Duration
+	queries     querySwitches // of every namespace without its own (knobs.go)
+	nsQueries   sync.Map      // namespace → *querySwitches, for those given their own
+	knobsMu     sync.Mutex    // serialises changes to the query switches
+	deleting    beingDeleted  // tables in the TableBeingDeleted state (Options.TableDeleteDelay)
 
 	// service simulates the service's range partitions, rate limits and faults.
 	service *partition.Service
@@ -94,8 +95,8 @@ func open(so storage.Options, opts *Options) (*DB, error) {
 		store: store, clock: o.Clock, queryBudget: o.QueryBudget, filterCacheBytes: filterCacheBytes,
 		service: partition.NewService(&partition.Options{Now: o.Clock, Limits: o.Limits, Balance: o.Balance, Faults: o.Faults}),
 	}
-	db.forbidFullScans.Store(o.ForbidFullScans)
-	db.boundaries.Store(o.BoundaryContinuations)
+	db.queries.forbidFullScans.Store(o.ForbidFullScans)
+	db.queries.boundaries.Store(o.BoundaryContinuations)
 	db.deleting.delay = max(o.TableDeleteDelay, 0)
 	db.dropsCtx, db.stopDrops = context.WithCancel(context.Background())
 	if err := db.openFormat(so.Dir, o.Logger); err != nil {

@@ -16,7 +16,7 @@ import (
 // it is first used after Open (a report uses them all), and kept up by every write since.
 func (db *DB) HeatReport() partition.Report {
 	// A table that cannot be counted now (a storage error) is left out of this report.
-	_ = db.resolveAll(context.Background())
+	_ = db.resolveAll(context.Background(), nil)
 	return db.service.Report()
 }
 
@@ -71,15 +71,22 @@ func countStored(ctx context.Context, tx *storage.Txn, id uint64) ([]storedParti
 	return out, nil
 }
 
-// resolveAll resolves every table in the catalog, of every namespace, so that the heat
+// resolveAll resolves every table in the catalog, of every namespace (or of only), so that the heat
 // report covers the tables not used since Open with what they hold. Tables are listed from
 // the catalog directly, not through ListTables, which the simulated service would charge.
-func (db *DB) resolveAll(ctx context.Context) error {
+func (db *DB) resolveAll(ctx context.Context, only *string) error {
 	type nsTable struct{ ns, name string }
 	var tables []nsTable
 	err := db.view(ctx, func(tx *storage.Txn) error {
 		for _, prefix := range []byte{prefixTable, prefixNamespaceTable} {
-			it := tx.Scan([]byte{prefix}, []byte{prefix + 1})
+			lower, upper := []byte{prefix}, []byte{prefix + 1}
+			if only != nil {
+				if (*only == "") != (prefix == prefixTable) {
+					continue
+				}
+				lower, upper = catalogBounds(*only)
+			}
+			it := tx.Scan(lower, upper)
 			for it.Next() {
 				var ns string
 				if prefix == prefixNamespaceTable {

@@ -17,6 +17,7 @@ import (
 //	'a' | tableID                                         a table's stored access policies (acl.go)
 //	'p' | esc(namespace)                                  a namespace's service properties
 //	'd' | tableID                                         a deleted table's data, still to drop
+//	'o' | esc(owner)                                      the namespace an owner's data is in (owners.go)
 //	'm' | name                                            DB metadata: the table-ID counter, the clock,
 //	                                                      the format version (format.go)
 //
@@ -31,6 +32,7 @@ const (
 	prefixACL            = 'a'
 	prefixProperties     = 'p'
 	prefixDrop           = 'd'
+	prefixOwner          = 'o'
 	prefixMeta           = 'm'
 )
 
@@ -123,5 +125,7 @@ func lowerASCII(s string) []byte {
 }
 
 func aclKey(id uint64) []byte { return binary.BigEndian.AppendUint64([]byte{prefixACL}, id) }
+
+func ownerKey(owner string) []byte { return storage.AppendPart([]byte{prefixOwner}, owner) }
 
 func propertiesKey(ns string) []byte { return storage.AppendPart([]byte{prefixProperties}, ns) }

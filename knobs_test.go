@@ -298,3 +298,82 @@ func TestEachNamespaceHasItsOwnAccountLimit(t *testing.T) {
 		assert.ErrorIs(t, insertAll(tbl, 1), ErrAccountBusy)
 	}
 }
+
+// A namespace's knobs are its own: faults, limits, query switches, heat report and reset set
+// for one namespace leave the other as it was, in both directions; the DB's setters reach
+// both.
+func TestNamespaceKnobsAreTheirOwn(t *testing.T) {
+	ctx := context.Background()
+	for _, dir := range []struct{ self, other string }{{"", "bob"}, {"bob", ""}, {"alice", "bob"}} {
+		t.Run(fmt.Sprintf("%q steers", dir.self), func(t *testing.T) {
+			db := openStore(t, nil)
+			self, other := db.Namespace(dir.self), db.Namespace(dir.other)
+			for _, ns := range []*Namespace{self, other} {
+				_, err := ns.CreateTable(ctx, "Orders")
+				require.NoError(t, err)
+				_, err = ns.Table("Orders").Insert(ctx, Entity{PartitionKey: "p", RowKey: "r", Properties: Properties{"Name": String("x")}})
+				require.NoError(t, err)
+			}
+
+			self.SetFaults(partition.Faults{ServerBusy: 1})
+			_, err := self.Table("Orders").Get(ctx, "p", "r")
+			require.ErrorIs(t, err, ErrServerBusy)
+			_, err = self.CreateTable(ctx, "Another")
+			require.ErrorIs(t, err, ErrServerBusy)
+			_, err = other.Table("Orders").Get(ctx, "p", "r")
+			require.NoError(t, err)
+			_, err = other.CreateTable(ctx, "Another")
+			require.NoError(t, err)
+			require.NoError(t, other.DeleteTable(ctx, "Another"))
+			assert.Zero(t, db.Faults().ServerBusy)
+			self.SetFaults(partition.Faults{})
+
+			self.SetLimitMode(partition.LimitEnforce)
+			self.SetRates(partition.Limits{PartitionRate: 0.001, PartitionBurst: 1})
+			assert.Equal(t, partition.LimitEnforce, self.Limits().Mode)
+			assert.Equal(t, db.Limits(), other.Limits())
+			_, err = self.Table("Orders").Get(ctx, "p", "r")
+			require.NoError(t, err)
+			_, err = self.Table("Orders").Get(ctx, "p", "r")
+			require.ErrorIs(t, err, ErrServerBusy)
+			for range 5 {
+				_, err = other.Table("Orders").Get(ctx, "p", "r")
+				require.NoError(t, err)
+			}
+
+			self.SetForbidFullScans(true)
+			self.SetBoundaryContinuations(true)
+			assert.True(t, self.ForbidFullScans())
+			assert.False(t, other.ForbidFullScans())
+			assert.False(t, other.BoundaryContinuations())
+			assert.False(t, db.ForbidFullScans())
+			full := Query{Filter: "Name eq 'x'"}
+			_, err = self.Table("Orders").Explain(full)
+			require.ErrorIs(t, err, ErrFullScanForbidden)
+			_, err = other.Table("Orders").Explain(full)
+			require.NoError(t, err)
+
+			rs, ro := self.HeatReport(), other.HeatReport()
+			require.Len(t, rs.Tables, 1, "Orders: Another was refused")
+			assert.Equal(t, "Orders", rs.Tables[0].Name, "named as in the namespace")
+			assert.Equal(t, int64(1), rs.ThrottledPartition)
+			assert.Zero(t, ro.ThrottledPartition)
+			for _, tr := range rs.Tables {
+				assert.Equal(t, dir.self, tr.Account)
+			}
+			self.ResetStats()
+			assert.Zero(t, self.HeatReport().Offered)
+			assert.Equal(t, ro.Offered, other.HeatReport().Offered)
+
+			// The DB's setters reach every namespace.
+			db.SetForbidFullScans(false)
+			assert.False(t, self.ForbidFullScans())
+			db.SetLimitMode(partition.LimitOff)
+			assert.Equal(t, partition.LimitOff, self.Limits().Mode)
+			db.SetFaults(partition.Faults{ServerBusy: 1})
+			_, err = other.Table("Orders").Get(ctx, "p", "r")
+			require.ErrorIs(t, err, ErrServerBusy)
+			db.SetFaults(partition.Faults{})
+		})
+	}
+}

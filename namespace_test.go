@@ -2,6 +2,7 @@ package tabula
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -64,5 +65,67 @@ func TestNamespacesAreIsolated(t *testing.T) {
 		require.NoError(t, b.DeleteTable(ctx, "Shared"))
 		_, err = a.Table("Shared").Get(ctx, "p", "a")
 		require.NoError(t, err)
+	})
+}
+
+// Drop empties a namespace (tables, entities, access policies, service properties) and
+// touches no other; Namespaces lists the namespaces that hold anything.
+func TestNamespaceDrop(t *testing.T) {
+	bothStores(t, func(t *testing.T) {
+		ctx := context.Background()
+		db := openStore(t, nil)
+		a, b := db.Namespace("alice"), db.Namespace("bob")
+		for _, ns := range []*Namespace{a, b, db.Namespace("")} {
+			for i := range dropBatch + 2 { // more than one of Drop's transactions
+				if ns != a && i > 1 {
+					break
+				}
+				name := fmt.Sprintf("Tab%d", i)
+				_, err := ns.CreateTable(ctx, name)
+				require.NoError(t, err)
+				_, err = ns.Table(name).Insert(ctx, Entity{PartitionKey: "p", RowKey: "r"})
+				require.NoError(t, err)
+			}
+			require.NoError(t, ns.Table("Tab1").SetAccessPolicies(ctx, []AccessPolicy{{ID: "p1", Permission: "r"}}))
+			require.NoError(t, ns.SetServiceProperties(ctx, []byte("<props/>")))
+		}
+		_, err := db.Namespace("carol").CreateTable(ctx, "Only")
+		require.NoError(t, err)
+		names, err := db.Namespaces(ctx)
+		require.NoError(t, err)
+		require.Equal(t, []string{"alice", "bob", "carol"}, names)
+
+		require.NoError(t, a.Drop(ctx))
+		page, err := a.ListTables(ctx, TableQuery{})
+		require.NoError(t, err)
+		require.Empty(t, page.Tables)
+		props, err := a.ServiceProperties(ctx)
+		require.NoError(t, err)
+		require.Nil(t, props)
+		_, err = a.CreateTable(ctx, "Tab1")
+		require.NoError(t, err)
+		_, err = a.Table("Tab1").Get(ctx, "p", "r")
+		require.ErrorIs(t, err, ErrResourceNotFound)
+		policies, err := a.Table("Tab1").AccessPolicies(ctx)
+		require.NoError(t, err)
+		require.Empty(t, policies)
+		require.NoError(t, a.Drop(ctx))
+
+		for _, ns := range []*Namespace{b, db.Namespace("")} {
+			page, err := ns.ListTables(ctx, TableQuery{})
+			require.NoError(t, err)
+			require.Len(t, page.Tables, 2)
+			_, err = ns.Table("Tab1").Get(ctx, "p", "r")
+			require.NoError(t, err)
+			policies, err := ns.Table("Tab1").AccessPolicies(ctx)
+			require.NoError(t, err)
+			require.Len(t, policies, 1)
+			props, err := ns.ServiceProperties(ctx)
+			require.NoError(t, err)
+			require.Equal(t, "<props/>", string(props))
+		}
+		names, err = db.Namespaces(ctx)
+		require.NoError(t, err)
+		require.Equal(t, []string{"bob", "carol"}, names)
 	})
 }

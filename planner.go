@@ -19,6 +19,8 @@ type preparedQuery struct {
 	// when the query set no Top below the service's maximum.
 	full   PageEnd
 	budget time.Duration
+	// switches are the query switches of the table's namespace (knobs.go).
+	switches *querySwitches
 }
 
 // compiledFilter is what a filter text alone decides; it is immutable, so one serves every
@@ -82,7 +84,7 @@ func (db *DB) cacheFilter(filter string, c *compiledFilter) {
 	db.filterBytes += cost
 }
 
-func (db *DB) prepare(q Query) (*preparedQuery, error) {
+func (db *DB) prepare(ns string, q Query) (*preparedQuery, error) {
 	top := q.Top
 	if top < 0 || top > MaxEntitiesPerPage {
 		return nil, ErrInvalidInput.WithDetail("top is %d; it must be 1 to %d", top, MaxEntitiesPerPage)
@@ -98,14 +100,15 @@ func (db *DB) prepare(q Query) (*preparedQuery, error) {
 	if err != nil {
 		return nil, err
 	}
-	if db.forbidFullScans.Load() && c.plan.ServiceKind == PlanFullScan {
+	switches := db.switches(ns)
+	if switches.forbidFullScans.Load() && c.plan.ServiceKind == PlanFullScan {
 		return nil, ErrFullScanForbidden.WithDetail("filter %q scans the whole table on the service; constrain PartitionKey", q.Filter)
 	}
 	full := PageEndTop
 	if q.Top == 0 || q.Top == MaxEntitiesPerPage {
 		full = PageEndMaxEntities
 	}
-	return &preparedQuery{filter: c, plan: c.plan, keep: keep, top: top, full: full, budget: db.queryBudget}, nil
+	return &preparedQuery{filter: c, plan: c.plan, keep: keep, top: top, full: full, budget: db.queryBudget, switches: switches}, nil
 }
 
 // parseFilter parses a $filter and maps the parser's errors to the service's.

@@ -168,7 +168,7 @@ var ErrFullScanForbidden = newError("FullScanForbidden", 400,
 
 // Explain plans a query without running it.
 func (t *Table) Explain(q Query) (Plan, error) {
-	p, err := t.db.prepare(q)
+	p, err := t.db.prepare(t.ns, q)
 	if err != nil {
 		return Plan{}, err
 	}
@@ -178,7 +178,7 @@ func (t *Table) Explain(q Query) (Plan, error) {
 // Query returns one page of the entities matching q, in key order. Follow
 // Page.Continuation for the rest, or use QueryAll.
 func (t *Table) Query(ctx context.Context, q Query) (Page, error) {
-	p, err := t.db.prepare(q)
+	p, err := t.db.prepare(t.ns, q)
 	if err != nil {
 		return Page{}, err
 	}
@@ -189,7 +189,7 @@ func (t *Table) Query(ctx context.Context, q Query) (Page, error) {
 // continuation tokens from page to page. Memory stays bounded by one page.
 func (t *Table) QueryAll(ctx context.Context, q Query) iter.Seq2[Entity, error] {
 	return func(yield func(Entity, error) bool) {
-		p, err := t.db.prepare(q)
+		p, err := t.db.prepare(t.ns, q)
 		if err != nil {
 			yield(Entity{}, err)
 			return

@@ -51,8 +51,8 @@ func (db *DB) runPage(ctx context.Context, ot *openTable, p *preparedQuery, star
 	page := Page{Plan: p.plan}
 	defer func() { pt.Charge(startPK, page.Plan.Scanned) }()
 	err := db.view(ctx, func(tx *storage.Txn) error {
-		s := scanner{p: p, tx: tx, page: &page, clock: db.clock, began: db.clock(), service: db.service}
-		if db.boundaries.Load() {
+		s := scanner{p: p, tx: tx, page: &page, clock: db.clock, began: db.clock(), service: pt}
+		if p.switches.boundaries.Load() {
 			if b, ok := pt.NextBoundary(startPK); ok {
 				s.boundary, s.boundaryPK = storage.AppendPart(tablePrefix(rec.ID), b), b
 			}
@@ -102,7 +102,7 @@ type scanner struct {
 	page    *Page
 	clock   func() time.Time
 	began   time.Time
-	service *partition.Service
+	service *partition.Table
 	// boundary is the first key of the next range partition, whose low PartitionKey is
 	// boundaryPK, when pages end at range boundaries (Options.BoundaryContinuations); nil
 	// otherwise. A page that ends there may be empty: it still moves forward, because the

@@ -126,10 +126,10 @@ func BenchmarkCharge(b *testing.B) {
 }
 
 func BenchmarkMustEndPage(b *testing.B) {
-	svc := NewService(&Options{Faults: Faults{ContinuationEvery: 1000}})
+	tb := NewService(&Options{Faults: Faults{ContinuationEvery: 1000}}).Table("", "pages")
 	i := 0
 	for b.Loop() {
-		svc.MustEndPage(i & 1023)
+		tb.MustEndPage(i & 1023)
 		i++
 	}
 }

@@ -52,10 +52,12 @@
 //	get (point query):                  t.Admit(pk, KindGet, 1)
 //	batch of N on one PartitionKey:     t.Admit(pk, KindBatch, N), then one RecordWrite per changed entity (or summed)
 //	query page starting at pk:          t.Admit(pk, KindQuery, 0)            // refused while the bucket is in debt
-//	                                    ... scan, ending the page when svc.MustEndPage(scanned)
+//	                                    ... scan, ending the page when t.MustEndPage(scanned)
 //	                                        or, if boundaries are honoured, at t.NextBoundary(pk) ...
 //	                                    t.Charge(pk, scanned)                // after the fact, may go into debt
-//	create/delete/query tables:         svc.AdmitTableOp(KindCreateTable)
+//	create/delete/query tables:         svc.AdmitTableOp(account, KindCreateTable)
 //
-// Service.Report returns the heat report a stress test examines.
+// Service.Report returns the heat report a stress test examines. Each storage account also has
+// limits, fault injection and statistics of its own (the Account… methods: SetAccountFaults,
+// AccountReport …), which the service-wide setters change for every account at once.
 package partition

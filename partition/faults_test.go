@@ -22,8 +22,8 @@ func TestFaultsAreOffByDefault(t *testing.T) {
 	for _, d := range drawFaults(svc, 1000, KindInsert) {
 		assert.True(t, d.ok())
 	}
-	assert.False(t, svc.MustEndPage(1_000_000))
-	assert.True(t, svc.AdmitTableOp(KindCreateTable).ok())
+	assert.False(t, svc.Table("", "pages").MustEndPage(1_000_000))
+	assert.True(t, svc.AdmitTableOp("", KindCreateTable).ok())
 	assert.Equal(t, Faults{}, svc.Faults())
 }
 
@@ -77,11 +77,11 @@ func TestFaultsOnChosenKindsOnly(t *testing.T) {
 	assert.Equal(t, FaultServerBusy, tb.Admit("p", KindBatch, 10).Fault)
 	assert.True(t, tb.Admit("p", KindGet, 1).ok())
 	assert.True(t, tb.Admit("p", KindQuery, 0).ok())
-	assert.True(t, svc.AdmitTableOp(KindCreateTable).ok())
+	assert.True(t, svc.AdmitTableOp("", KindCreateTable).ok())
 	assert.Equal(t, "insert,batch", svc.Faults().Kinds.String())
 
 	svc.SetFaults(Faults{Timeout: 1, Kinds: Kinds(KindQueryTables)})
-	assert.Equal(t, FaultOperationTimedOut, svc.AdmitTableOp(KindQueryTables).Fault)
+	assert.Equal(t, FaultOperationTimedOut, svc.AdmitTableOp("", KindQueryTables).Fault)
 	assert.True(t, tb.Admit("p", KindInsert, 1).ok())
 }
 
@@ -98,12 +98,13 @@ func TestInjectedFaultsChargeNothing(t *testing.T) {
 
 func TestForcedContinuation(t *testing.T) {
 	svc := NewService(&Options{Faults: Faults{ContinuationEvery: 3}})
-	assert.False(t, svc.MustEndPage(0))
-	assert.False(t, svc.MustEndPage(2))
-	assert.True(t, svc.MustEndPage(3))
-	assert.True(t, svc.MustEndPage(4))
+	pages := svc.Table("", "pages")
+	assert.False(t, pages.MustEndPage(0))
+	assert.False(t, pages.MustEndPage(2))
+	assert.True(t, pages.MustEndPage(3))
+	assert.True(t, pages.MustEndPage(4))
 	svc.SetFaults(Faults{})
-	assert.False(t, svc.MustEndPage(3))
+	assert.False(t, pages.MustEndPage(3))
 }
 
 func TestRangeOfflineDuringSplit(t *testing.T) {

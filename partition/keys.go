@@ -56,7 +56,7 @@ func (t *Table) shard(pk string) *keyShard {
 // reports whether the partition limit admits them (and charged them).
 func (t *Table) takeKey(pk string, n, now int64) bool {
 	svc := t.svc
-	p := svc.keyLimit.Load()
+	p := t.sc.keyLimit.Load()
 	sh := t.shard(pk)
 	sh.mu.Lock()
 	b := t.bucket(sh, pk, now)
@@ -82,7 +82,7 @@ func (t *Table) chargeKey(pk string, n, now int64) {
 	sh := t.shard(pk)
 	sh.mu.Lock()
 	b := t.bucket(sh, pk, now)
-	if p := svc.keyLimit.Load(); p.enabled {
+	if p := t.sc.keyLimit.Load(); p.enabled {
 		b.tat = p.charge(b.tat, now, n)
 	}
 	b.last = now
@@ -94,7 +94,7 @@ func (t *Table) chargeKey(pk string, n, now int64) {
 // refundKey undoes takeKey's charge when the account limit refused the
 // operation after the partition limit admitted it.
 func (t *Table) refundKey(pk string, n int64) {
-	p := t.svc.keyLimit.Load()
+	p := t.sc.keyLimit.Load()
 	if !p.enabled {
 		return
 	}

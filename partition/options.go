@@ -130,7 +130,7 @@ type Faults struct {
 	// means every kind.
 	Kinds KindSet
 	// ContinuationEvery forces a query page to end (with a continuation
-	// token) after this many scanned entities; see Service.MustEndPage.
+	// token) after this many scanned entities; see Table.MustEndPage.
 	// Zero disables it.
 	ContinuationEvery int
 	// OfflineOnSplit takes the two halves of a splitting range offline for

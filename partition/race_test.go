@@ -65,8 +65,8 @@ func TestConcurrentUse(t *testing.T) {
 			_ = svc.Report().String()
 			svc.balanceNow()
 			svc.Table("", "t0").SplitAt(fmt.Sprintf("%x", i))
-			svc.MustEndPage(i)
-			svc.AdmitTableOp(KindQueryTables)
+			svc.Table("", "t0").MustEndPage(i)
+			svc.AdmitTableOp("", KindQueryTables)
 			if i == 100 {
 				svc.ResetStats()
 			}

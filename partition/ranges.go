@@ -303,7 +303,7 @@ func (t *Table) splitRange(r *rangePart, key string, f float64, now int64) *rang
 	r.hot, r.cold = false, false
 	right.lastActive = r.lastActive
 
-	if fs := t.svc.faults.Load(); fs != nil && fs.cfg.OfflineOnSplit {
+	if fs := t.sc.faults.Load(); fs != nil && fs.cfg.OfflineOnSplit {
 		r.offlineUntil = now + fs.offlineFor
 		right.offlineUntil = r.offlineUntil
 	}

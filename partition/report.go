@@ -88,25 +88,37 @@ type Report struct {
 	Tables []TableReport
 }
 
-// Report takes a heat report of the service now.
-func (svc *Service) Report() Report {
+// Report takes a heat report of the service now: every storage account's tables, under the
+// service's limits (see AccountReport for one account's).
+func (svc *Service) Report() Report { return svc.report(nil) }
+
+// report takes a heat report of one account's tables (sc), or of every account's (nil).
+func (svc *Service) report(sc *scope) Report {
 	at := svc.now()
 	now := at.UnixNano()
-	kl := svc.keyLimit.Load()
+	kl, al, mode := svc.keyLimit.Load(), svc.acctLimit.Load(), svc.limitMode()
+	throttledPartition, throttledAccount, history := &svc.throttledPartition, &svc.throttledAccount, &svc.history
+	if sc != nil {
+		kl, al, mode = sc.keyLimit.Load(), sc.acctLimit.Load(), LimitMode(sc.mode.Load())
+		throttledPartition, throttledAccount, history = &sc.throttledPartition, &sc.throttledAccount, &sc.history
+	}
 	rep := Report{
 		At:                 at,
-		Mode:               svc.limitMode(),
+		Mode:               mode,
 		PartitionRate:      kl.rate,
-		AccountRate:        svc.acctLimit.Load().rate,
-		ThrottledPartition: svc.throttledPartition.Load(),
-		ThrottledAccount:   svc.throttledAccount.Load(),
+		AccountRate:        al.rate,
+		ThrottledPartition: throttledPartition.Load(),
+		ThrottledAccount:   throttledAccount.Load(),
 	}
-	svc.history.fill(&rep, now)
+	history.fill(&rep, now)
 	hotRate := kl.rate / 2
 	if !kl.enabled {
 		hotRate = svc.bal.splitAbove / 2
 	}
 	for _, t := range svc.tableList() {
+		if sc != nil && t.sc != sc {
+			continue
+		}
 		t.mu.Lock()
 		tr := TableReport{Name: t.name, Account: t.account, Ranges: t.rangeInfos(now), Splits: t.splits, Merges: t.merges}
 		t.mu.Unlock()
@@ -117,7 +129,7 @@ func (svc *Service) Report() Report {
 			tr.Offered += r.Offered
 			tr.Throttled += r.Throttled
 		}
-		if rep.Mode != LimitOff {
+		if LimitMode(t.sc.mode.Load()) != LimitOff {
 			tr.HotKeys = t.hotKeys(now, hotRate)
 		}
 		rep.Entities += tr.Entities

@@ -37,9 +37,9 @@ type Service struct {
 	bal    balanceParams
 	faults atomic.Pointer[faultState]
 
-	mu      sync.RWMutex
-	tables  map[tableKey]*Table
-	buckets map[string]*sharedBucket // per account, kept when its tables are dropped
+	mu     sync.RWMutex
+	tables map[tableKey]*Table
+	scopes map[string]*scope // per account, kept when its tables are dropped (scope.go)
 }
 
 // tableKey names a table: its account and its name in that account.
@@ -72,7 +72,7 @@ func NewService(opts *Options) *Service {
 		shardCap: max(1, (l.MaxKeys+keyShards-1)/keyShards),
 		bal:      o.Balance.params(),
 		tables:   make(map[tableKey]*Table),
-		buckets:  make(map[string]*sharedBucket),
+		scopes:   make(map[string]*scope),
 	}
 	kl, _ := svc.storeRates(l)
 	svc.idleAfter = max(kl.refill, int64(time.Second))
@@ -98,8 +98,13 @@ func (svc *Service) Limits() Limits {
 // limitMode returns the current limit mode.
 func (svc *Service) limitMode() LimitMode { return LimitMode(svc.mode.Load()) }
 
-// SetLimitMode switches the limit mode; buckets keep their state.
-func (svc *Service) SetLimitMode(m LimitMode) { svc.mode.Store(uint32(m)) }
+// SetLimitMode switches the limit mode of every storage account; buckets keep their state.
+func (svc *Service) SetLimitMode(m LimitMode) {
+	svc.mode.Store(uint32(m))
+	for _, s := range svc.scopeList() {
+		s.mode.Store(uint32(m))
+	}
+}
 
 // SetRates replaces the rates and bursts of the limits while the service
 // runs; l.Mode and l.MaxKeys are ignored (SetLimitMode switches the mode).
@@ -108,18 +113,11 @@ func (svc *Service) SetLimitMode(m LimitMode) { svc.mode.Store(uint32(m)) }
 // down and then speeds it up again sees the new rates at once, with no debt
 // carried over from the old ones.
 func (svc *Service) SetRates(l Limits) {
-	if !(l.PartitionRate > 0) {
-		l.PartitionRate = DefaultPartitionRate
+	kl, al := svc.storeRates(l)
+	for _, s := range svc.scopeList() {
+		s.storeRates(kl, al)
+		s.bucket.tat.Store(minTime)
 	}
-	if !(l.AccountRate > 0) {
-		l.AccountRate = DefaultAccountRate
-	}
-	svc.storeRates(l)
-	svc.mu.RLock()
-	for _, b := range svc.buckets {
-		b.tat.Store(minTime)
-	}
-	svc.mu.RUnlock()
 	for _, t := range svc.tableList() {
 		t.refillKeys()
 	}
@@ -128,20 +126,40 @@ func (svc *Service) SetRates(l Limits) {
 // storeRates installs l's rates and bursts and returns the buckets'
 // parameters.
 func (svc *Service) storeRates(l Limits) (key, acct *bucketParams) {
+	kl, al := rateParams(l)
+	svc.ratesMu.Lock()
+	svc.limits.PartitionRate, svc.limits.PartitionBurst = kl.rate, kl.burst
+	svc.limits.AccountRate, svc.limits.AccountBurst = al.rate, al.burst
+	svc.keyLimit.Store(kl)
+	svc.acctLimit.Store(al)
+	svc.ratesMu.Unlock()
+	return kl, al
+}
+
+// rateParams are the buckets' parameters for l's rates and bursts, zero or negative rates
+// taking their defaults.
+func rateParams(l Limits) (key, acct *bucketParams) {
+	if !(l.PartitionRate > 0) {
+		l.PartitionRate = DefaultPartitionRate
+	}
+	if !(l.AccountRate > 0) {
+		l.AccountRate = DefaultAccountRate
+	}
 	kl := newBucketParams(l.PartitionRate, l.PartitionBurst)
 	al := newBucketParams(l.AccountRate, l.AccountBurst)
-	svc.ratesMu.Lock()
-	svc.limits.PartitionRate, svc.limits.PartitionBurst = l.PartitionRate, kl.burst
-	svc.limits.AccountRate, svc.limits.AccountBurst = l.AccountRate, al.burst
-	svc.keyLimit.Store(&kl)
-	svc.acctLimit.Store(&al)
-	svc.ratesMu.Unlock()
 	return &kl, &al
 }
 
-// SetFaults replaces the fault injection configuration and restarts its
-// sequence of draws; the zero Faults turns injection off.
-func (svc *Service) SetFaults(f Faults) { svc.faults.Store(newFaultState(f)) }
+// SetFaults replaces the fault injection configuration of every storage
+// account and restarts its sequence of draws, one sequence that every
+// account's operations draw from; the zero Faults turns injection off.
+func (svc *Service) SetFaults(f Faults) {
+	fs := newFaultState(f)
+	svc.faults.Store(fs)
+	for _, s := range svc.scopeList() {
+		s.faults.Store(fs)
+	}
+}
 
 // Faults returns the fault injection configuration in force.
 func (svc *Service) Faults() Faults {
@@ -172,13 +190,7 @@ func (svc *Service) Table(account, name string) *Table {
 	svc.mu.Lock()
 	defer svc.mu.Unlock()
 	if t = svc.tables[k]; t == nil {
-		b := svc.buckets[account]
-		if b == nil {
-			b = new(sharedBucket)
-			b.tat.Store(minTime)
-			svc.buckets[account] = b
-		}
-		t = newTable(svc, account, name, b)
+		t = newTable(svc, account, name, svc.scopeLocked(account))
 		svc.tables[k] = t
 	}
 	return t
@@ -211,21 +223,14 @@ func (svc *Service) tableList() []*Table {
 }
 
 // AdmitTableOp decides a table-level operation (create, delete or query
-// tables). Only fault injection applies: these operations touch no entities,
-// so the limits, which count entities, do not.
-func (svc *Service) AdmitTableOp(kind Kind) Decision {
-	if f := svc.faults.Load(); f != nil {
+// tables) of a storage account. Only the account's fault injection applies:
+// these operations touch no entities, so the limits, which count entities,
+// do not.
+func (svc *Service) AdmitTableOp(account string, kind Kind) Decision {
+	if f := svc.scopeOf(account).faults.Load(); f != nil {
 		return f.decide(kind)
 	}
 	return Decision{}
-}
-
-// MustEndPage reports whether a query page that has scanned this many
-// entities must end now with a continuation token (fault injection's forced
-// continuation). Two loads and a compare: cheap enough to ask per entity.
-func (svc *Service) MustEndPage(scanned int) bool {
-	f := svc.faults.Load()
-	return f != nil && f.cfg.ContinuationEvery > 0 && scanned >= f.cfg.ContinuationEvery
 }
 
 // balanceNow runs the load balancer on every table now. It also runs by
@@ -251,6 +256,10 @@ func (svc *Service) balanceNow() {
 func (svc *Service) ResetStats() {
 	svc.throttledPartition.Store(0)
 	svc.throttledAccount.Store(0)
+	for _, s := range svc.scopeList() {
+		s.throttledPartition.Store(0)
+		s.throttledAccount.Store(0)
+	}
 	for _, t := range svc.tableList() {
 		t.resetStats()
 	}

@@ -13,10 +13,10 @@ import (
 // per-PartitionKey buckets, for the root package. Get it from Service.Table
 // and keep it: its methods are the per-operation calls.
 type Table struct {
-	name       string
-	account    string
-	svc        *Service
-	acctBucket *sharedBucket // the account's bucket, shared by its tables
+	name    string
+	account string
+	svc     *Service
+	sc      *scope // the account's settings, bucket and counters (scope.go)
 
 	mu       sync.Mutex // guards everything below
 	tree     *btree.BTreeG[*rangePart]
@@ -34,18 +34,18 @@ type Table struct {
 	keys keyTable
 }
 
-func newTable(svc *Service, account, name string, bucket *sharedBucket) *Table {
+func newTable(svc *Service, account, name string, sc *scope) *Table {
 	now := svc.nowNanos()
 	t := &Table{
-		name:       name,
-		account:    account,
-		svc:        svc,
-		acctBucket: bucket,
-		tree:       btree.NewG(16, func(x, y *rangePart) bool { return keyorder.CompareKeys(x.low, y.low) < 0 }),
-		first:      newRange("", now),
-		pivot:      &rangePart{},
-		rng:        newTableRand(svc.seed, name),
-		nextPass:   now + svc.bal.interval,
+		name:     name,
+		account:  account,
+		svc:      svc,
+		sc:       sc,
+		tree:     btree.NewG(16, func(x, y *rangePart) bool { return keyorder.CompareKeys(x.low, y.low) < 0 }),
+		first:    newRange("", now),
+		pivot:    &rangePart{},
+		rng:      newTableRand(svc.seed, name),
+		nextPass: now + svc.bal.interval,
 	}
 	t.findFn = func(r *rangePart) bool { t.found = r; return false }
 	t.tree.ReplaceOrInsert(t.first)
@@ -81,8 +81,8 @@ func (t *Table) lookup(pk string) *rangePart {
 // decision's Cause tells what Enforce would have done. A refused zero-cost
 // check counts as one throttled entity.
 func (t *Table) Admit(pk string, kind Kind, n int) Decision {
-	svc := t.svc
-	if f := svc.faults.Load(); f != nil {
+	svc, sc := t.svc, t.sc
+	if f := sc.faults.Load(); f != nil {
 		if d := f.decide(kind); !d.ok() {
 			return d
 		}
@@ -91,7 +91,7 @@ func (t *Table) Admit(pk string, kind Kind, n int) Decision {
 	nn := int64(max(n, 0))
 	var d Decision
 	charged := false
-	if mode := LimitMode(svc.mode.Load()); mode != LimitOff {
+	if mode := LimitMode(sc.mode.Load()); mode != LimitOff {
 		d.Cause, charged = t.limit(pk, nn, now)
 		if d.Cause != CauseNone && mode == LimitEnforce {
 			d.Fault = FaultServerBusy
@@ -119,26 +119,29 @@ func (t *Table) Admit(pk string, kind Kind, n int) Decision {
 // the limit that refused (or would refuse) the operation and whether both
 // buckets were charged.
 func (t *Table) limit(pk string, n, now int64) (Cause, bool) {
-	svc := t.svc
+	svc, sc := t.svc, t.sc
 	if !t.takeKey(pk, n, now) {
 		svc.throttledPartition.Add(max(n, 1))
 		svc.history.add(now, CausePartitionLimit, max(n, 1))
+		sc.throttledPartition.Add(max(n, 1))
+		sc.history.add(now, CausePartitionLimit, max(n, 1))
 		return CausePartitionLimit, false
 	}
-	if al := svc.acctLimit.Load(); al.enabled && !t.acctBucket.take(al, now, n) {
+	if al := sc.acctLimit.Load(); al.enabled && !sc.bucket.take(al, now, n) {
 		t.refundKey(pk, n)
 		svc.throttledAccount.Add(max(n, 1))
 		svc.history.add(now, CauseAccountLimit, max(n, 1))
+		sc.throttledAccount.Add(max(n, 1))
+		sc.history.add(now, CauseAccountLimit, max(n, 1))
 		return CauseAccountLimit, false
 	}
 	return CauseNone, true
 }
 
 func (t *Table) refund(pk string, n int64) {
-	svc := t.svc
 	t.refundKey(pk, n)
-	if al := svc.acctLimit.Load(); al.enabled {
-		t.acctBucket.refund(al, n)
+	if al := t.sc.acctLimit.Load(); al.enabled {
+		t.sc.bucket.refund(al, n)
 	}
 }
 
@@ -155,10 +158,10 @@ func (t *Table) Charge(pk string, n int) {
 	svc := t.svc
 	now := svc.nowNanos()
 	nn := int64(n)
-	if LimitMode(svc.mode.Load()) != LimitOff {
+	if LimitMode(t.sc.mode.Load()) != LimitOff {
 		t.chargeKey(pk, nn, now)
-		if al := svc.acctLimit.Load(); al.enabled {
-			t.acctBucket.charge(al, now, nn)
+		if al := t.sc.acctLimit.Load(); al.enabled {
+			t.sc.bucket.charge(al, now, nn)
 		}
 	}
 	t.mu.Lock()

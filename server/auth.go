@@ -43,8 +43,8 @@ func (s *Server) authenticate(c *call, rawPath string) (*grant, *tabula.Error) {
 	fail := func(why string) (*grant, *tabula.Error) {
 		return nil, withDetail(errAuthenticationFailed, why)
 	}
-	keys, ok := s.keys[c.account]
-	if !ok {
+	keys := c.keys
+	if keys == nil {
 		return fail("account " + c.account + " is not one this server serves")
 	}
 	if auth := c.r.Header.Get("Authorization"); auth != "" {

@@ -27,7 +27,7 @@ const consolePolicy = "default-src 'none'; script-src 'self'; style-src 'self'; 
 
 // serveConsole serves the console under ReservedPrefix+"console/" for an authenticated
 // account; path is what follows "console/".
-func (s *Server) serveConsole(w http.ResponseWriter, r *http.Request, account, path string) {
+func (s *Server) serveConsole(w http.ResponseWriter, r *http.Request, _ principal, path string) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		http.Error(w, "tabula: the console is read-only", http.StatusMethodNotAllowed)
@@ -80,8 +80,9 @@ func (s *Server) serveConsole(w http.ResponseWriter, r *http.Request, account, p
 //	mux.Handle("/tabula/", http.StripPrefix("/tabula", h)) // console at /tabula/console/
 //
 // Every request needs HTTP Basic authentication with an account name of opts (default the
-// development account) as the user and one of its keys as the password; a browser asks for
-// them itself.
+// development account) as the user and one of its keys as the password, and then shows and
+// steers that account alone; or as AdminUser with the admin key (Options.AdminKey), for every
+// account. A browser asks for them itself.
 func NewConsoleHandler(db *tabula.DB, opts *Options) (http.Handler, error) {
 	s, err := New(db, opts)
 	if err != nil {

@@ -91,33 +91,82 @@ func badField(field, format string, args ...any) *controlError {
 
 // serveControl serves the management API's controls: limits, faults, query switches and the
 // reset of statistics.
-func (s *Server) serveControl(w http.ResponseWriter, r *http.Request, _ string, path string) {
+//
+// Each acts on the signed-in account alone; the administrator's act on every account, or on
+// the one named by ?account=NAME (see scopeOf).
+func (s *Server) serveControl(w http.ResponseWriter, r *http.Request, who principal, path string) {
+	switch path {
+	case "limits", "faults", "queries", "reset":
+	default:
+		writeControlError(w, &controlError{status: http.StatusNotFound, message: fmt.Sprintf(
+			"%q is not a resource of the management API; it has limits, faults, queries, reset, report, explain and accounts", path)})
+		return
+	}
+	k, _, cerr := s.scopeOf(r, who)
+	if cerr != nil {
+		writeControlError(w, cerr)
+		return
+	}
 	switch path {
 	case "limits":
-		s.controlResource(w, r, s.limitsView, s.changeLimits)
+		s.controlResource(w, r, func() any { return limitsView(k) }, func(b []byte) *controlError { return changeLimits(k, b) })
 	case "faults":
 		if r.Method == http.MethodDelete {
 			s.controlMu.Lock()
-			s.db.SetFaults(partition.Faults{})
-			v := s.faultsView()
+			k.SetFaults(partition.Faults{})
+			v := faultsView(k)
 			s.controlMu.Unlock()
 			writeControlJSON(w, http.StatusOK, v)
 			return
 		}
-		s.controlResource(w, r, s.faultsView, s.changeFaults)
+		s.controlResource(w, r, func() any { return faultsView(k) }, func(b []byte) *controlError { return changeFaults(k, b) })
 	case "queries":
-		s.controlResource(w, r, s.queriesView, s.changeQueries)
+		s.controlResource(w, r, func() any { return queriesView(k) }, func(b []byte) *controlError { return changeQueries(k, b) })
 	case "reset":
 		if r.Method != http.MethodPost {
 			methodNotAllowed(w, r, "POST")
 			return
 		}
-		s.db.ResetStats()
+		k.ResetStats()
 		w.WriteHeader(http.StatusNoContent)
-	default:
-		writeControlError(w, &controlError{status: http.StatusNotFound, message: fmt.Sprintf(
-			"%q is not a resource of the management API; it has limits, faults, queries, reset, report and explain", path)})
 	}
+}
+
+// knobs are what the management API steers and reads: the whole DB's (*tabula.DB, for the
+// administrator) or one account's namespace's (*tabula.Namespace).
+type knobs interface {
+	Limits() partition.Limits
+	SetRates(partition.Limits)
+	SetLimitMode(partition.LimitMode)
+	Faults() partition.Faults
+	SetFaults(partition.Faults)
+	ForbidFullScans() bool
+	SetForbidFullScans(bool)
+	BoundaryContinuations() bool
+	SetBoundaryContinuations(bool)
+	HeatReport() partition.Report
+	ResetStats()
+}
+
+// scopeOf returns what a management request acts on: the signed-in account's namespace, or
+// for the administrator every account's (the DB) unless ?account=NAME names one. It also
+// returns that account (nil for every account). An account naming another account is refused.
+func (s *Server) scopeOf(r *http.Request, who principal) (knobs, *accountEntry, *controlError) {
+	name := r.URL.Query().Get("account")
+	if !who.admin {
+		if name != "" && name != who.account {
+			return nil, nil, &controlError{status: http.StatusForbidden, field: "account",
+				message: "an account sees and steers only itself; sign in as " + AdminUser + " with the admin key for another"}
+		}
+		name = who.account
+	} else if name == "" {
+		return s.db, nil, nil
+	}
+	e := s.dir.get(name)
+	if e == nil {
+		return nil, nil, &controlError{status: http.StatusNotFound, field: "account", message: "account " + name + " is not one this server serves"}
+	}
+	return e.ns, e, nil
 }
 
 // controlResource serves GET and PUT of one resource: view reads it, change applies the body
@@ -148,13 +197,13 @@ func (s *Server) controlResource(w http.ResponseWriter, r *http.Request, view fu
 	}
 }
 
-func (s *Server) limitsView() any {
-	l := s.db.Limits()
+func limitsView(k knobs) any {
+	l := k.Limits()
 	return limitsJSON{Mode: l.Mode.String(), PartitionRate: l.PartitionRate, PartitionBurst: l.PartitionBurst,
 		AccountRate: l.AccountRate, AccountBurst: l.AccountBurst}
 }
 
-func (s *Server) changeLimits(body []byte) *controlError {
+func changeLimits(k knobs, body []byte) *controlError {
 	var c limitsChange
 	if err := decodeControl(body, &c); err != nil {
 		return err
@@ -186,7 +235,7 @@ func (s *Server) changeLimits(body []byte) *controlError {
 		}
 	}
 	if c.PartitionRate != nil || c.PartitionBurst != nil || c.AccountRate != nil || c.AccountBurst != nil {
-		l := s.db.Limits()
+		l := k.Limits()
 		pick := func(rate, burst *float64, curRate, curBurst float64) (float64, float64) {
 			switch {
 			case rate != nil && burst != nil:
@@ -200,10 +249,10 @@ func (s *Server) changeLimits(body []byte) *controlError {
 		}
 		l.PartitionRate, l.PartitionBurst = pick(c.PartitionRate, c.PartitionBurst, l.PartitionRate, l.PartitionBurst)
 		l.AccountRate, l.AccountBurst = pick(c.AccountRate, c.AccountBurst, l.AccountRate, l.AccountBurst)
-		s.db.SetRates(l)
+		k.SetRates(l)
 	}
 	if c.Mode != nil {
-		s.db.SetLimitMode(mode)
+		k.SetLimitMode(mode)
 	}
 	return nil
 }
@@ -228,8 +277,8 @@ func kinds() []partition.Kind {
 	return ks
 }
 
-func (s *Server) faultsView() any {
-	f := s.db.Faults()
+func faultsView(k knobs) any {
+	f := k.Faults()
 	v := faultsJSON{Seed: f.Seed, ServerBusy: f.ServerBusy, Timeout: f.Timeout, Kinds: []string{},
 		ContinuationEvery: f.ContinuationEvery, OfflineOnSplit: f.OfflineOnSplit, OfflineFor: f.OfflineFor.String()}
 	set := f.Kinds
@@ -247,12 +296,12 @@ func (s *Server) faultsView() any {
 	return v
 }
 
-func (s *Server) changeFaults(body []byte) *controlError {
+func changeFaults(k knobs, body []byte) *controlError {
 	var c faultsChange
 	if err := decodeControl(body, &c); err != nil {
 		return err
 	}
-	f := s.db.Faults()
+	f := k.Faults()
 	if c.Seed != nil {
 		f.Seed = *c.Seed
 	}
@@ -308,7 +357,7 @@ func (s *Server) changeFaults(body []byte) *controlError {
 		}
 		f.OfflineFor = d
 	}
-	s.db.SetFaults(f)
+	k.SetFaults(f)
 	return nil
 }
 
@@ -321,20 +370,20 @@ func parseKind(name string) (partition.Kind, bool) {
 	return 0, false
 }
 
-func (s *Server) queriesView() any {
-	return queriesJSON{ForbidFullScans: s.db.ForbidFullScans(), BoundaryContinuations: s.db.BoundaryContinuations()}
+func queriesView(k knobs) any {
+	return queriesJSON{ForbidFullScans: k.ForbidFullScans(), BoundaryContinuations: k.BoundaryContinuations()}
 }
 
-func (s *Server) changeQueries(body []byte) *controlError {
+func changeQueries(k knobs, body []byte) *controlError {
 	var c queriesChange
 	if err := decodeControl(body, &c); err != nil {
 		return err
 	}
 	if c.ForbidFullScans != nil {
-		s.db.SetForbidFullScans(*c.ForbidFullScans)
+		k.SetForbidFullScans(*c.ForbidFullScans)
 	}
 	if c.BoundaryContinuations != nil {
-		s.db.SetBoundaryContinuations(*c.BoundaryContinuations)
+		k.SetBoundaryContinuations(*c.BoundaryContinuations)
 	}
 	return nil
 }

@@ -72,14 +72,14 @@ func TestDocumentedCurlSessionWorks(t *testing.T) {
 	if !strings.Contains(string(out), `"mode":"enforce","partitionRate":10,`) {
 		t.Fatalf("the first change answered %s", out)
 	}
-	if l := srv.DB.Limits(); l.Mode != partition.LimitEnforce || l.PartitionRate != 10 {
+	if l := srv.DB.Namespace("").Limits(); l.Mode != partition.LimitEnforce || l.PartitionRate != 10 {
 		t.Fatalf("limits after the first change: %+v", l)
 	}
 	out, err = exec.Command("sh", "-ec", script).CombinedOutput()
 	if err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	if l := srv.DB.Limits(); l.Mode != partition.LimitObserve || l.PartitionRate != 10 {
+	if l := srv.DB.Namespace("").Limits(); l.Mode != partition.LimitObserve || l.PartitionRate != 10 {
 		t.Fatalf("limits after the session: %+v", l)
 	}
 }

@@ -70,7 +70,7 @@ func TestManagementAPIDrivesSDKIntoServerBusyAndOut(t *testing.T) {
 	for _, row := range []string{"2", "3"} {
 		wantCode(t, add(row), 503, "ServerBusy")
 	}
-	rep := srv.DB.HeatReport()
+	rep := srv.DB.Namespace("").HeatReport()
 	if rep.ThrottledPartition != 2 || rep.PartitionRate != 0.001 {
 		t.Fatalf("heat report: throttled %d at %v/s, want 2 at 0.001/s", rep.ThrottledPartition, rep.PartitionRate)
 	}
@@ -102,7 +102,7 @@ func TestManagementAPIDrivesSDKIntoServerBusyAndOut(t *testing.T) {
 			t.Fatalf("observing: %v", err)
 		}
 	}
-	if got := srv.DB.HeatReport().ThrottledPartition; got != 2 {
+	if got := srv.DB.Namespace("").HeatReport().ThrottledPartition; got != 2 {
 		t.Fatalf("observing after a reset: %d would-be throttled, want 2", got)
 	}
 }

@@ -100,14 +100,14 @@ func TestControlLimits(t *testing.T) {
 	want := `{"mode":"enforce","partitionRate":10,"partitionBurst":10,"accountRate":20000,"accountBurst":20000}`
 	assert.JSONEq(t, want, w.Body.String(), "a new rate without a burst gets a second's worth")
 	assert.JSONEq(t, want, h.manage("GET", "limits", "").Body.String())
-	assert.Equal(t, partition.LimitEnforce, h.db.Limits().Mode)
+	assert.Equal(t, partition.LimitEnforce, h.db.Namespace("").Limits().Mode)
 
 	w = h.manage("PUT", "limits", `{"accountBurst":50}`)
 	require.Equal(t, 200, w.Code, w.Body.String())
 	assert.JSONEq(t, `{"mode":"enforce","partitionRate":10,"partitionBurst":10,"accountRate":20000,"accountBurst":50}`, w.Body.String(),
 		"fields left out keep their value")
-	assert.Equal(t, 50.0, h.db.Limits().AccountBurst)
-	assert.Equal(t, 10.0, h.db.HeatReport().PartitionRate)
+	assert.Equal(t, 50.0, h.db.Namespace("").Limits().AccountBurst)
+	assert.Equal(t, 10.0, h.db.Namespace("").HeatReport().PartitionRate)
 }
 
 func TestControlFaults(t *testing.T) {
@@ -124,18 +124,18 @@ func TestControlFaults(t *testing.T) {
 	assert.JSONEq(t, `{"seed":18446744073709551615,"serverBusy":0.25,"timeout":0.5,"kinds":["insert","batch"],"continuationEvery":7,
 		"offlineOnSplit":true,"offlineFor":"1.5s"}`, w.Body.String())
 	assert.Equal(t, partition.Faults{Seed: 1<<64 - 1, ServerBusy: 0.25, Timeout: 0.5, Kinds: partition.Kinds(partition.KindInsert, partition.KindBatch),
-		ContinuationEvery: 7, OfflineOnSplit: true, OfflineFor: 1500 * time.Millisecond}, h.db.Faults())
+		ContinuationEvery: 7, OfflineOnSplit: true, OfflineFor: 1500 * time.Millisecond}, h.db.Namespace("").Faults())
 
 	w = h.manage("PUT", "faults", `{"timeout":0,"kinds":[]}`)
 	require.Equal(t, 200, w.Code, w.Body.String())
-	f := h.db.Faults()
+	f := h.db.Namespace("").Faults()
 	assert.Equal(t, 0.25, f.ServerBusy, "fields left out keep their value")
 	assert.Zero(t, f.Timeout)
 	assert.Zero(t, f.Kinds, "no kinds: every kind")
 
 	w = h.manage("DELETE", "faults", "")
 	require.Equal(t, 200, w.Code, w.Body.String())
-	assert.Equal(t, partition.Faults{}, h.db.Faults(), "DELETE turns fault injection off")
+	assert.Equal(t, partition.Faults{}, h.db.Namespace("").Faults(), "DELETE turns fault injection off")
 }
 
 // The faults set through the API reach the protocol: every insert fails with ServerBusy.
@@ -162,21 +162,21 @@ func TestControlQueries(t *testing.T) {
 	assert.JSONEq(t, `{"forbidFullScans":true,"boundaryContinuations":false}`, w.Body.String())
 	resp := h.do(fullScan)
 	assert.Equal(t, 400, resp.StatusCode, "a full scan is refused once forbidden")
-	assert.True(t, h.db.ForbidFullScans())
+	assert.True(t, h.db.Namespace("").ForbidFullScans())
 
 	w = h.manage("PUT", "queries", `{"forbidFullScans":false,"boundaryContinuations":true}`)
 	require.Equal(t, 200, w.Code, w.Body.String())
 	assert.JSONEq(t, `{"forbidFullScans":false,"boundaryContinuations":true}`, h.manage("GET", "queries", "").Body.String())
 	mustStatus(t, h.do(fullScan), 200)
-	assert.True(t, h.db.BoundaryContinuations())
+	assert.True(t, h.db.Namespace("").BoundaryContinuations())
 }
 
 func TestControlReset(t *testing.T) {
 	h := newHarness(t, &tabula.Options{})
 	h.createTable("Counted")
 	h.insert("Counted", `{"PartitionKey":"p","RowKey":"r"}`)
-	require.NotZero(t, h.db.HeatReport().Offered)
+	require.NotZero(t, h.db.Namespace("").HeatReport().Offered)
 	w := h.manage("POST", "reset", "")
 	assert.Equal(t, http.StatusNoContent, w.Code)
-	assert.Zero(t, h.db.HeatReport().Offered)
+	assert.Zero(t, h.db.Namespace("").HeatReport().Offered)
 }

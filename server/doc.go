@@ -51,7 +51,11 @@
 // the server runs, so that a test in any language can turn throttling on, run its retry logic
 // and read what the service would have seen. It is guarded by the account key: HTTP Basic
 // authentication with the account name as the user and one of its keys as the password.
-// GET reads a resource; PUT changes the fields its body names and leaves the others as they
+// Signed in so, every resource (and the console) is the account's alone: its tables in the
+// report and explain, its limits, its faults, its query switches, its counters; no account
+// can read or steer another. The administrator (user "_tabula" with the admin key, see
+// below) reads and steers every account at once (the report names each table
+// account/table), or one with ?account=NAME. GET reads a resource; PUT changes the fields its body names and leaves the others as they
 // are; both answer 200 with the resource now in force. The report and explain are read-only.
 //
 //	GET|PUT /_tabula/api/limits   {"mode":"observe","partitionRate":2000,"partitionBurst":2000,
@@ -98,4 +102,31 @@
 //	# ... run the client under test: writes above 10 entities/s per PartitionKey get 503 ServerBusy
 //	curl -u devstoreaccount1:$KEY http://127.0.0.1:10002/_tabula/api/report
 //	curl -u devstoreaccount1:$KEY -X PUT http://127.0.0.1:10002/_tabula/api/limits -d '{"mode":"observe"}'
+//
+// # A fresh account per test: the accounts API
+//
+// One running server gives every test of a suite, in any language, an account of its own:
+// fresh, empty and isolated (its own key and tables, ACLs and service properties), made and
+// dropped in tens of microseconds (BenchmarkFreshAccount). These take the administrator's
+// credential, HTTP Basic with the user "_tabula" (AdminUser) and the admin key
+// (Options.AdminKey; `tabula serve` prints it at start, or takes --admin-key or
+// $TABULA_ADMIN_KEY):
+//
+//	POST   /_tabula/api/accounts         body {"name":"…"} or none (a name is made up) → 201
+//	                                     {"name":"…","key":"<base64>","connectionString":"…"}
+//	GET    /_tabula/api/accounts         {"accounts":[{"name":"…"},…]}: names, never keys
+//	DELETE /_tabula/api/accounts/{name}  drop the account and all its data → 204 (also with
+//	                                     the account's own credential)
+//
+// A name is 3 to 24 lowercase letters and digits, as the service's account names are; a
+// taken name answers 409, an unknown one 404. The connection string names the scheme and
+// host the request came in on, path-style (TableEndpoint=…/name/), as `tabula serve` prints
+// for its accounts. Accounts created so live as long as the server process: they are not
+// written to the data directory (a suite's accounts are worth nothing after it), and what
+// they held when a server stopped without deleting them is dropped by the next server on the
+// directory. The accounts the server was started with cannot be deleted (403).
+//
+//	ADMIN=… # the admin key tabula serve printed
+//	curl -u _tabula:$ADMIN -X POST http://127.0.0.1:10002/_tabula/api/accounts
+//	curl -u _tabula:$ADMIN -X DELETE http://127.0.0.1:10002/_tabula/api/accounts/t2fh4…
 package server

@@ -17,16 +17,26 @@ import (
 //	GET api/report?format=svg            the same as an SVG heat map (partition.Report.WriteSVG)
 //	GET api/explain?table=T&filter=F     the plan of $filter F on table T, run for one page
 //
-// Neither writes data; explain reads one page, charged to the limits as any query is.
-func (s *Server) serveInsight(w http.ResponseWriter, r *http.Request, account, path string) {
+// Neither writes data; explain reads one page, charged to the limits as any query is. Both
+// see the signed-in account's tables alone; the administrator's see every account's (each
+// table named account/table), or one account's with ?account=NAME.
+func (s *Server) serveInsight(w http.ResponseWriter, r *http.Request, who principal, path string) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		writeInsightError(w, http.StatusMethodNotAllowed, "tabula: "+path+" is read-only; use GET")
 		return
 	}
+	k, e, cerr := s.scopeOf(r, who)
+	if cerr != nil {
+		writeInsightError(w, cerr.status, "tabula: "+cerr.message)
+		return
+	}
 	switch path {
 	case "report":
-		rep := s.db.HeatReport()
+		rep := k.HeatReport()
+		if e == nil {
+			s.nameByAccount(&rep)
+		}
 		switch r.URL.Query().Get("format") {
 		case "", "json":
 			writeInsightJSON(w, http.StatusOK, newReportJSON(rep))
@@ -39,7 +49,7 @@ func (s *Server) serveInsight(w http.ResponseWriter, r *http.Request, account, p
 			writeInsightError(w, http.StatusBadRequest, "tabula: format must be json or svg")
 		}
 	case "explain":
-		s.explain(w, r, account)
+		s.explain(w, r, e)
 	default:
 		http.NotFound(w, r)
 	}
@@ -167,16 +177,25 @@ type explainJSON struct {
 	RunError string `json:"runError,omitempty"`
 }
 
-// explain plans the filter on a table of the signed-in account: each account is its own
-// namespace of tables, as on the service.
-func (s *Server) explain(w http.ResponseWriter, r *http.Request, account string) {
+// explain plans the filter on a table of the account e: each account is its own namespace of
+// tables, as on the service. With e nil (the administrator, naming no account), the table is
+// named account/table, as the administrator's report names it.
+func (s *Server) explain(w http.ResponseWriter, r *http.Request, e *accountEntry) {
 	q := r.URL.Query()
 	name, filter := q.Get("table"), q.Get("filter")
 	if name == "" {
 		writeInsightError(w, http.StatusBadRequest, "tabula: explain needs table=<name>")
 		return
 	}
-	t := s.Namespace(account).Table(name)
+	if e == nil {
+		account, table, ok := strings.Cut(name, "/")
+		if e = s.dir.get(account); !ok || e == nil {
+			writeInsightError(w, http.StatusBadRequest, "tabula: as the administrator, name the table account/table, or the account with account=<name>")
+			return
+		}
+		name = table
+	}
+	t := e.ns.Table(name)
 	plan, err := t.Explain(tabula.Query{Filter: filter})
 	if err != nil {
 		writeInsightError(w, statusOf(err), err.Error())
@@ -219,4 +238,29 @@ func writeInsightJSON(w http.ResponseWriter, status int, v any) {
 
 func writeInsightError(w http.ResponseWriter, status int, msg string) {
 	writeInsightJSON(w, status, map[string]string{"error": msg})
+}
+
+// nameByAccount names each table of a report of every account account/table, by the account
+// whose namespace holds it; tables of no account the server serves now (a namespace left out
+// of Options.Accounts, or of an account being deleted) are left out.
+func (s *Server) nameByAccount(rep *partition.Report) {
+	owner := map[string]string{} // namespace → account
+	for _, a := range s.Accounts() {
+		if e := s.dir.get(a.Name); e != nil {
+			owner[e.ns.Name()] = a.Name
+		}
+	}
+	tables := rep.Tables[:0]
+	for _, t := range rep.Tables {
+		account, ok := owner[t.Account]
+		if !ok {
+			continue
+		}
+		if t.Account != "" {
+			t.Name = strings.TrimPrefix(t.Name, t.Account+"/")
+		}
+		t.Name = account + "/" + t.Name
+		tables = append(tables, t)
+	}
+	rep.Tables = tables
 }

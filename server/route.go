@@ -76,7 +76,7 @@ func (s *Server) hostAccount(host string) (string, bool) {
 	}
 	for _, candidate := range [2]string{label, strings.ToLower(label)} { // host names ignore case
 		primary, _ := strings.CutSuffix(candidate, secondarySuffix)
-		if (s.keys[candidate] != nil || s.keys[primary] != nil) && net.ParseIP(name) == nil {
+		if (s.dir.get(candidate) != nil || s.dir.get(primary) != nil) && net.ParseIP(name) == nil {
 			return candidate, true
 		}
 	}

@@ -1,9 +1,9 @@
 package server
 
 import (
-	"encoding/base64"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/textproto"
@@ -29,10 +29,13 @@ const DefaultVersion = "2019-02-02"
 type Options struct {
 	// Accounts are the accounts the server accepts, by name and keys. Each is its own
 	// namespace of tables in the one DB the server serves, as each storage account is on
-	// the service: the first account's tables are the DB's own (DB.Namespace("")), so that
-	// a single-account server serves exactly what the embedded API sees; every other
-	// account's are DB.Namespace(name). Each also answers at "<name>-secondary", the
-	// read-only endpoint of read-access geo-redundant storage. Default:
+	// the service, found by the account's name as the DB records it
+	// (tabula.DB.AssignNamespaces): on a DB that records none, the first account's tables
+	// are the DB's own (DB.Namespace("")), so that a single-account server serves exactly
+	// what the embedded API sees, and every other account's are DB.Namespace(name); from
+	// then on the order of the accounts changes nothing, an account left out keeps its
+	// data, and a new account's keys may change. Each also answers at "<name>-secondary",
+	// the read-only endpoint of read-access geo-redundant storage. Default:
 	// DevelopmentAccount().
 	Accounts []Account
 
@@ -57,6 +60,15 @@ type Options struct {
 	// AnyVersion serves every x-ms-version instead of refusing those the service does not
 	// know: Azurite's --skipApiVersionCheck, beyond the service.
 	AnyVersion bool
+
+	// AdminKey is the management API's administrator credential: the password of HTTP Basic
+	// authentication as the user "_tabula", which steers every account and creates and
+	// deletes accounts (see reserved.go). Default: a random key, which AdminKey returns.
+	AdminKey string
+
+	// Logger receives what the server says outside requests, such as how it assigned the
+	// accounts of a data directory that recorded none. Default: slog.Default().
+	Logger *slog.Logger
 }
 
 // Server is an http.Handler speaking the Azure Table service's REST protocol (JSON only)
@@ -64,20 +76,19 @@ type Options struct {
 // concurrent use.
 type Server struct {
 	db         *tabula.DB
-	accounts   []Account
-	keys       map[string][][]byte
-	namespaces map[string]*tabula.Namespace
+	dir        accountSet // the accounts served, changed at run time by the management API (accounts.go)
 	clock      func() time.Time
 	newID      func() string // request IDs and batch boundaries; tests make them predictable
 	bearer     bool          // Options.BearerTokens
 	pathStyle  bool          // Options.PathStyleOnly
 	anyVersion bool          // Options.AnyVersion
+	admin      string        // Options.AdminKey
 	buffers    bufferPool    // large request and response buffers, reused (buffers.go)
 
 	controlMu sync.Mutex // serialises changes through the management API (control.go)
 }
 
-// New returns a Server for db. It fails only if an account is malformed.
+// New returns a Server for db. It fails if an account is malformed or the DB cannot be read.
 func New(db *tabula.DB, opts *Options) (*Server, error) {
 	var o Options
 	if opts != nil {
@@ -89,38 +100,32 @@ func New(db *tabula.DB, opts *Options) (*Server, error) {
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
-	s := &Server{db: db, accounts: o.Accounts, keys: make(map[string][][]byte), namespaces: make(map[string]*tabula.Namespace),
-		clock: o.Clock, newID: newRequestID, bearer: o.BearerTokens,
+	if o.AdminKey == "" {
+		o.AdminKey = newAdminKey()
+	}
+	s := &Server{db: db, clock: o.Clock, newID: newRequestID, bearer: o.BearerTokens, admin: o.AdminKey,
 		pathStyle: o.PathStyleOnly, anyVersion: o.AnyVersion}
-	for i, a := range o.Accounts {
-		if err := a.check(); err != nil {
-			return nil, err
-		}
-		if _, dup := s.keys[a.Name]; dup {
-			return nil, fmt.Errorf("server: account %q is given twice", a.Name)
-		}
-		for _, k := range a.Keys {
-			key, _ := base64.StdEncoding.DecodeString(k) // checked above
-			s.keys[a.Name] = append(s.keys[a.Name], key)
-		}
-		if i == 0 {
-			s.namespaces[a.Name] = db.Namespace("")
-		} else {
-			s.namespaces[a.Name] = db.Namespace(a.Name)
-		}
+	if err := s.addConfigured(o.Accounts, o.Logger); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
 
-// Accounts returns the accounts the server accepts.
-func (s *Server) Accounts() []Account { return append([]Account(nil), s.accounts...) }
+// Accounts returns the accounts the server accepts now: those of Options.Accounts, then
+// those created through the management API, in the order they were created.
+func (s *Server) Accounts() []Account { return s.dir.list() }
 
 // DB returns the database the server serves.
 func (s *Server) DB() *tabula.DB { return s.db }
 
 // Namespace returns the namespace of tables the account is served from, or nil if the
 // server does not serve the account.
-func (s *Server) Namespace(account string) *tabula.Namespace { return s.namespaces[account] }
+func (s *Server) Namespace(account string) *tabula.Namespace {
+	if e := s.dir.get(account); e != nil {
+		return e.ns
+	}
+	return nil
+}
 
 // call is one request being served.
 type call struct {
@@ -129,7 +134,8 @@ type call struct {
 	r       *http.Request
 	id      string // x-ms-request-id
 	now     time.Time
-	account string // the account's name, without -secondary
+	account string   // the account's name, without -secondary
+	keys    [][]byte // the account's keys, decoded; nil for an account the server does not serve
 	// secondary is set for a request to the account's read-only secondary endpoint.
 	secondary bool
 	ns        *tabula.Namespace // the account's tables
@@ -227,10 +233,15 @@ func (c *call) serve() error {
 		return perr
 	}
 	c.account = account
-	if primary, ok := strings.CutSuffix(account, secondarySuffix); ok && s.keys[account] == nil && s.keys[primary] != nil {
-		c.account, c.secondary = primary, true
+	e := s.dir.get(account)
+	if primary, ok := strings.CutSuffix(account, secondarySuffix); ok && e == nil {
+		if e = s.dir.get(primary); e != nil {
+			c.account, c.secondary = primary, true
+		}
 	}
-	c.ns = s.namespaces[c.account]
+	if e != nil {
+		c.ns, c.keys = e.ns, e.keys
+	}
 	if inHost {
 		c.base = baseFor(r.TLS != nil, r.Host, "")
 	} else {

@@ -122,6 +122,14 @@ func TestServeFlags(t *testing.T) {
 		assert.Equal(t, want, parse(t).accounts)
 		assert.Equal(t, "other", parse(t, "--accounts", "other:a2V5").accounts[0].Name, "the flag wins over the environment")
 	})
+	t.Run("admin key", func(t *testing.T) {
+		assert.Empty(t, parse(t).adminKey, "none: the server makes one up")
+		assert.Equal(t, "s3cret", parse(t, "--admin-key", "s3cret").adminKey)
+		env["TABULA_ADMIN_KEY"] = "fromenv"
+		defer delete(env, "TABULA_ADMIN_KEY")
+		assert.Equal(t, "fromenv", parse(t).adminKey)
+		assert.Equal(t, "s3cret", parse(t, "--admin-key", "s3cret").adminKey, "the flag wins over the environment")
+	})
 	t.Run("simulation", func(t *testing.T) {
 		cfg := parse(t, "--limits", "enforce", "--partition-rate", "10", "--account-rate", "100",
 			"--faults", "seed=7,busy=0.5,timeout=0.25,kinds=insert+query,continuation-every=3,offline-on-split,offline-for=2s",
@@ -265,6 +273,7 @@ func TestServeBanner(t *testing.T) {
 	assert.Contains(t, r.connStr, "TableEndpoint=http://127.0.0.1:"+m[1]+"/devstoreaccount1/;")
 	assert.Contains(t, r.out.String(), "(--sync-writes: every acknowledged write is on disk)")
 	assert.Empty(t, r.errs.String(), "no warning on loopback")
+	assert.Regexp(t, `Admin key \(user _tabula; every account, and creating accounts\): [A-Za-z0-9+/]{43}=\n`, r.out.String())
 	r.shutdown(t)
 
 	r = start(t, "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--silent")

@@ -21,6 +21,7 @@ type config struct {
 	dir      string
 	inMemory bool
 	accounts []server.Account // nil: the development account
+	adminKey string           // "": one made up at start
 
 	db   tabula.Options
 	http server.HTTPLimits
@@ -100,6 +101,7 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (*conf
 	}, "addr", "tableHost", "tablePort", "data", "location", "in-memory", "inMemoryPersistence", "sync-writes")
 	group("Accounts and security", func() {
 		fs.StringVar(&accountsSpec, "accounts", "", "accounts to accept, \"`name:base64key[:base64key];…`\"\n(default $TABULA_ACCOUNTS, else Azurite's $AZURITE_ACCOUNTS, else the development\naccount devstoreaccount1)")
+		fs.StringVar(&cfg.adminKey, "admin-key", "", "the management API's administrator password (user _tabula), which steers every\naccount and creates accounts (default $TABULA_ADMIN_KEY, else a random one, printed)")
 		fs.StringVar(&cfg.certFile, "cert", "", "serve HTTPS with the PEM certificate in `file` (needs --key), or the\nPKCS#12 (.pfx) certificate and key in file (with --pwd)")
 		fs.StringVar(&cfg.keyFile, "key", "", "the PEM private key of --cert, in `file`")
 		fs.StringVar(&cfg.pfxPassword, "pwd", "", "the `password` of the .pfx file --cert names, as Azurite's flag")
@@ -116,7 +118,7 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (*conf
 			cfg.oauth = true
 			return nil
 		})
-	}, "accounts", "cert", "key", "pwd", "self-signed", "oauth")
+	}, "accounts", "admin-key", "cert", "key", "pwd", "self-signed", "oauth")
 	group("Azurite's switches", func() {
 		fs.BoolVar(&cfg.anyVersion, "skipApiVersionCheck", false, "serve every x-ms-version, not only the service's (beyond the service, as Azurite)")
 		fs.BoolVar(&cfg.pathStyleOnly, "disableProductStyleUrl", false,
@@ -224,6 +226,9 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (*conf
 		if cfg.accounts, err = server.ParseAccounts(accountsSpec); err != nil {
 			return nil, fmt.Errorf("--accounts: %w", err)
 		}
+	}
+	if cfg.adminKey == "" {
+		cfg.adminKey = getenv("TABULA_ADMIN_KEY")
 	}
 	cfg.pfx = set["pwd"] || cfg.keyFile == "" && (strings.HasSuffix(strings.ToLower(cfg.certFile), ".pfx") || strings.HasSuffix(strings.ToLower(cfg.certFile), ".p12"))
 	switch {

@@ -70,7 +70,7 @@ func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer) (err erro
 		}
 	}()
 	h, err := server.New(db, &server.Options{Accounts: cfg.accounts, BearerTokens: cfg.oauth,
-		PathStyleOnly: cfg.pathStyleOnly, AnyVersion: cfg.anyVersion})
+		PathStyleOnly: cfg.pathStyleOnly, AnyVersion: cfg.anyVersion, AdminKey: cfg.adminKey, Logger: cfg.db.Logger})
 	if err != nil {
 		return err
 	}
@@ -118,6 +118,11 @@ func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer) (err erro
 		fmt.Fprintf(stdout, "Connection string for %s:\n  %s\n", a.Name, a.ConnectionString(endpoint))
 	}
 	fmt.Fprintf(stdout, "Console (sign in with an account name and key): %s%sconsole/\n", endpoint, server.ReservedPrefix)
+	if cfg.adminKey == "" {
+		fmt.Fprintf(stdout, "Admin key (user %s; every account, and creating accounts): %s\n", server.AdminUser, h.AdminKey())
+	} else {
+		fmt.Fprintf(stdout, "Admin key: as given (user %s; every account, and creating accounts).\n", server.AdminUser)
+	}
 	if scheme == "http" && listening.Port == 10002 && usesDevelopmentAccount(h.Accounts()) {
 		fmt.Fprintln(stdout, "SDKs other than Go's also accept UseDevelopmentStorage=true.")
 	}

@@ -1,0 +1,49 @@
+package tabula
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Owners keep their namespaces across reopens whatever order they are named in; a DB that
+// recorded none assigns the first owner the root namespace, and says whether it held data.
+func TestAssignNamespaces(t *testing.T) {
+	bothStores(t, func(t *testing.T) {
+		ctx := context.Background()
+		db := openStore(t, nil)
+		_, err := db.CreateTable(ctx, "Before")
+		require.NoError(t, err)
+		names := func(m map[string]*Namespace) map[string]string {
+			out := map[string]string{}
+			for owner, ns := range m {
+				out[owner] = ns.Name()
+			}
+			return out
+		}
+		got, legacy, err := db.AssignNamespaces(ctx, []string{"b", "a"})
+		require.NoError(t, err)
+		assert.True(t, legacy, "the DB held a table and recorded no owner")
+		assert.Equal(t, map[string]string{"b": "", "a": "a"}, names(got))
+
+		db = reopenStore(t, db)
+		for _, owners := range [][]string{{"a", "b"}, {"a"}, {"c", "b"}} {
+			got, legacy, err = db.AssignNamespaces(ctx, owners)
+			require.NoError(t, err)
+			assert.False(t, legacy)
+			want := map[string]string{}
+			for _, o := range owners {
+				want[o] = map[string]string{"a": "a", "b": "", "c": "c"}[o]
+			}
+			assert.Equal(t, want, names(got), "%v", owners)
+		}
+
+		fresh := openStore(t, nil)
+		got, legacy, err = fresh.AssignNamespaces(ctx, []string{"x", "y"})
+		require.NoError(t, err)
+		assert.False(t, legacy, "an empty DB has nothing to assign")
+		assert.Equal(t, map[string]string{"x": "", "y": "y"}, names(got))
+	})
+}
