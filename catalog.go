@@ -139,6 +139,11 @@ func (n *Namespace) DeleteTable(ctx context.Context, name string) error {
 			}
 			return err
 		}
+		if r := db.flavor; r != nil {
+			if err := r.checkTableName(rec.Name, name, ErrResourceNotFound); err != nil {
+				return err
+			}
+		}
 		if err := tx.Delete(catalogKey(n.name, name)); err != nil {
 			return err
 		}

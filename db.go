@@ -21,6 +21,7 @@ type DB struct {
 	nsQueries   sync.Map      // namespace → *querySwitches, for those given their own
 	knobsMu     sync.Mutex    // serialises changes to the query switches
 	deleting    beingDeleted  // tables in the TableBeingDeleted state (Options.TableDeleteDelay)
+	flavor      *flavorRules  // nil for the Table service's rules (Options.Flavor)
 
 	// service simulates the service's range partitions, rate limits and faults.
 	service *partition.Service
@@ -82,6 +83,10 @@ func open(so storage.Options, opts *Options) (*DB, error) {
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
+	flavor, err := rulesOf(o.Flavor)
+	if err != nil {
+		return nil, err
+	}
 	so.SyncWrites = o.SyncWrites
 	so.FreeSpace, so.Reserve = o.freeSpace, o.DiskReserve
 	store, err := storage.Open(so)
@@ -98,6 +103,7 @@ func open(so storage.Options, opts *Options) (*DB, error) {
 	db.queries.forbidFullScans.Store(o.ForbidFullScans)
 	db.queries.boundaries.Store(o.BoundaryContinuations)
 	db.deleting.delay = max(o.TableDeleteDelay, 0)
+	db.flavor = flavor
 	db.dropsCtx, db.stopDrops = context.WithCancel(context.Background())
 	if err := db.openFormat(so.Dir, o.Logger); err != nil {
 		_ = store.Close()

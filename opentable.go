@@ -90,6 +90,11 @@ func (db *DB) resolve(ctx context.Context, ns, name string) (*openTable, error) 
 	for {
 		if v, ok := db.open.m.Load(key); ok {
 			if ot := v.(*openTable); !ot.dropped.Load() {
+				if r := db.flavor; r != nil {
+					if err := r.checkTableName(ot.rec.Name, name, ErrTableNotFound); err != nil {
+						return nil, err
+					}
+				}
 				return ot, nil
 			}
 			// Being dropped: DeleteTable has taken it out of the map already.

@@ -42,6 +42,12 @@ type Options struct {
 	// is how to run it. 0, the default, frees the name at once.
 	TableDeleteDelay time.Duration
 
+	// Flavor is the service whose rules the DB enforces: FlavorTable, the default, the Azure
+	// Table service's; FlavorCosmos adds the rules in which the Cosmos DB for Table API is
+	// stricter (a 255-byte RowKey, no empty keys, 2 MiB transactions, reserved property
+	// names, case-sensitive table names), with Cosmos DB's answers. See Flavor.
+	Flavor Flavor
+
 	// DiskReserve is the free space, in bytes, that a database on disk keeps on its disk:
 	// with less, writes fail with ErrDiskFull (reads go on), and Open opens the database
 	// read-only. The store writes through memory-mapped files, and running out of space

@@ -140,6 +140,11 @@ func (t *Table) applyOne(ctx context.Context, a Action) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	if r := t.db.flavor; r != nil {
+		if err := r.checkAction(&a); err != nil {
+			return 0, err
+		}
+	}
 	ot, err := t.acquire(ctx)
 	if err != nil {
 		return 0, err

@@ -227,6 +227,11 @@ func (t *Table) SubmitTransaction(ctx context.Context, actions []Action) ([]Acti
 	if err != nil {
 		return nil, err
 	}
+	if r := t.db.flavor; r != nil {
+		if err := r.checkTransaction(actions); err != nil {
+			return nil, err
+		}
+	}
 	if actions[0].Kind == ActionRetrieve { // alone, as validateTransaction checked
 		a := &actions[0]
 		e, err := t.Get(ctx, a.Entity.PartitionKey, a.Entity.RowKey, a.Select...)
