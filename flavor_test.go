@@ -108,7 +108,7 @@ func TestCosmosFlavorTransactionSize(t *testing.T) {
 	ctx := context.Background()
 	var actions []Action
 	for i := range 40 { // 40 × 64 KiB, in base64: 3.4 MiB
-		actions = append(actions, InsertAction(Entity{PartitionKey: "p", RowKey: string(rune('a' + i%26)) + strings.Repeat("x", i/26),
+		actions = append(actions, InsertAction(Entity{PartitionKey: "p", RowKey: string(rune('a'+i%26)) + strings.Repeat("x", i/26),
 			Properties: Properties{"B": make(Binary, MaxBinaryLength)}}))
 	}
 	require.Greater(t, TransactionPayloadSize(actions), 2<<20)
