@@ -160,7 +160,14 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (*conf
 			"pages after N scanned entities), offline-on-split, offline-for=3s")
 		fs.BoolVar(&cfg.db.ForbidFullScans, "forbid-full-scans", false, "fail queries the service would run as full table scans")
 		fs.BoolVar(&cfg.db.BoundaryContinuations, "boundary-continuations", false, "end query pages where they cross range partitions, as the service may")
-	}, "limits", "partition-rate", "account-rate", "faults", "forbid-full-scans", "boundary-continuations")
+		fs.Func("flavor", "whose rules to enforce (`name`): table, the Azure Table service's (default), or\n"+
+			"cosmos, adding the Cosmos DB for Table API's stricter ones with its answers:\n"+
+			"RowKey at most 255 bytes, no empty keys, transactions at most 2 MiB, property\n"+
+			"names ID, rid, etag and ResourceId reserved, case-sensitive table names", func(v string) (err error) {
+			cfg.db.Flavor, err = tabula.ParseFlavor(v)
+			return err
+		})
+	}, "limits", "partition-rate", "account-rate", "faults", "forbid-full-scans", "boundary-continuations", "flavor")
 
 	fs.Usage = func() {} // the caller reports errors; help is printed below
 	if err := fs.Parse(args); err != nil {
