@@ -88,6 +88,30 @@
 // (below) is an account with an account limit of its own, so one's load never throttles
 // another's.
 //
+// # The Cosmos DB for Table flavour
+//
+// Beyond the service, Options.Flavor = FlavorCosmos (`tabula serve --flavor cosmos`) adds the
+// rules in which the Azure Cosmos DB for Table API is stricter than the Table service, so that
+// a suite run in both flavours catches what would break on Cosmos DB, for which no emulator
+// runs outside Windows and x64 images. Each rule, with the page it comes from (FAQ:
+// "Frequently asked questions about Azure Cosmos DB for Table"; SDK: the recorded Cosmos
+// tests of the Azure SDK for Python's azure-data-tables):
+//   - A RowKey of at most 255 bytes, counted in UTF-8 (FAQ; the encoding is not named there).
+//   - No empty PartitionKey or RowKey, answered "PartitionKey/RowKey cannot be empty" (SDK).
+//   - The property names ID, rid, etag and ResourceId are reserved (FAQ).
+//   - A transaction of at most 2 MiB by TransactionPayloadSize, refused as a whole with
+//     413 (FAQ: "Batches can only have up to 2 MBs"; SDK for the status).
+//   - Table names are case-sensitive: a table is reached only by the name it was created
+//     with, any other letter case being a missing table (FAQ). Creating a name that differs
+//     only in case from an existing table is still TableAlreadyExists, as on the Table
+//     service, where Cosmos DB would create a second table.
+//
+// Refused input gets Cosmos DB's recorded answer, 400 InvalidInput "One of the input values
+// is invalid."; where the sources give a limit but not the answer, that is Tabula's choice,
+// said so beside the rule in flavor.go. What the FAQ says differs but Tabula does not
+// simulate, and why, is listed there too: unsorted query results, $top above 1,000, the
+// service endpoints Cosmos DB lacks, its wider table names and its binary encoding.
+//
 // # Over the wire
 //
 // Package server puts the Azure Table REST protocol in front of a DB, so programs written
