@@ -42,13 +42,35 @@ import (
 // every time; the tests only touch tables they created.
 type NewBackend func(t *testing.T) tabula.ServiceAPI
 
-// Run runs every conformance test against the backend newBackend gives.
+// Run runs every conformance test against the backend newBackend gives, which must follow
+// the Azure Table service's rules (tabula.FlavorTable).
 func Run(t *testing.T, newBackend NewBackend) {
+	RunFlavor(t, tabula.FlavorTable, newBackend)
+}
+
+// RunFlavor runs every conformance test against a backend that enforces the rules of
+// flavor: the Table service's, or the Cosmos DB for Table API's (a DB opened with
+// tabula.Options.Flavor, or `tabula serve --flavor`). The tests are the same; where the
+// flavours differ, each asserts its flavour's answer.
+func RunFlavor(t *testing.T, flavor tabula.Flavor, newBackend NewBackend) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			c.test(t, newBackend(t))
+			c.test(t, flavored{newBackend(t), flavor})
 		})
 	}
+}
+
+// flavored is a backend with the flavour whose rules it enforces; flavorOf reads it.
+type flavored struct {
+	tabula.ServiceAPI
+	flavor tabula.Flavor
+}
+
+func flavorOf(svc tabula.ServiceAPI) tabula.Flavor {
+	if f, ok := svc.(flavored); ok {
+		return f.flavor
+	}
+	return tabula.FlavorTable
 }
 
 var cases = []struct {
@@ -78,6 +100,8 @@ var cases = []struct {
 	{"CountExists", testCountExists},
 	{"DeletePartition", testDeletePartition},
 	{"SubmitBulk", testSubmitBulk},
+	// Where the Table service and Cosmos DB for Table differ (tabula.Flavor).
+	{"FlavorRules", testFlavorRules},
 }
 
 // tableName returns a fresh table name: a prefix naming the test and a random suffix.

@@ -97,3 +97,26 @@ func TestRemoteEndpoint(t *testing.T) {
 	require.NoError(t, err)
 	conformance.Run(t, func(t *testing.T) tabula.ServiceAPI { return c })
 }
+
+// TestEmbeddedCosmos runs the suite against an embedded DB of the Cosmos DB for Table flavour.
+func TestEmbeddedCosmos(t *testing.T) {
+	conformance.RunFlavor(t, tabula.FlavorCosmos, func(t *testing.T) tabula.ServiceAPI {
+		db, err := tabula.OpenInMemory(&tabula.Options{Flavor: tabula.FlavorCosmos})
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, db.Close()) })
+		return tabula.Embedded(db)
+	})
+}
+
+// TestRemoteCosmos runs the suite through package remote against `tabula serve --flavor
+// cosmos`, in process.
+func TestRemoteCosmos(t *testing.T) {
+	conformance.RunFlavor(t, tabula.FlavorCosmos, func(t *testing.T) tabula.ServiceAPI {
+		srv := tabulatest.NewInProcess(t, &tabula.Options{Flavor: tabula.FlavorCosmos})
+		opts := noRetries
+		opts.Transport = srv.Transport()
+		c, err := remote.Dial(srv.ConnectionString(), &remote.Options{ClientOptions: opts})
+		require.NoError(t, err)
+		return c
+	})
+}
