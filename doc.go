@@ -92,10 +92,10 @@
 //
 // Beyond the service, Options.Flavor = FlavorCosmos (`tabula serve --flavor cosmos`) adds the
 // rules in which the Azure Cosmos DB for Table API is stricter than the Table service, so that
-// a suite run in both flavours catches what would break on Cosmos DB, for which no emulator
-// runs outside Windows and x64 images. Each rule, with the page it comes from (FAQ:
-// "Frequently asked questions about Azure Cosmos DB for Table"; SDK: the recorded Cosmos
-// tests of the Azure SDK for Python's azure-data-tables):
+// a suite run in both flavours catches what would break on Cosmos DB (whose emulators that
+// serve the Table API are Windows or x64-only images). Each rule, with the page it comes from
+// (FAQ: "Frequently asked questions about Azure Cosmos DB for Table"; SDK: the recorded
+// Cosmos tests of the Azure SDK for Python's azure-data-tables):
 //   - A RowKey of at most 255 bytes, counted in UTF-8 (FAQ; the encoding is not named there).
 //   - No empty PartitionKey or RowKey, answered "PartitionKey/RowKey cannot be empty" (SDK).
 //   - The property names ID, rid, etag and ResourceId are reserved (FAQ).
@@ -105,12 +105,16 @@
 //     with, any other letter case being a missing table (FAQ). Creating a name that differs
 //     only in case from an existing table is still TableAlreadyExists, as on the Table
 //     service, where Cosmos DB would create a second table.
+//   - Query results are not sorted by key (FAQ). The FAQ names no order; Tabula returns each
+//     page in reverse key order, so code relying on key order fails. Pages and continuation
+//     tokens are the Table service's.
 //
-// Refused input gets Cosmos DB's recorded answer, 400 InvalidInput "One of the input values
-// is invalid."; where the sources give a limit but not the answer, that is Tabula's choice,
-// said so beside the rule in flavor.go. What the FAQ says differs but Tabula does not
-// simulate, and why, is listed there too: unsorted query results, $top above 1,000, the
-// service endpoints Cosmos DB lacks, its wider table names and its binary encoding.
+// Refused input is 400 InvalidInput with the empty-key message above or "One of the input
+// values is invalid.", the code and message Cosmos DB is recorded answering bad input with
+// (SDK). Where the sources give a limit but not Cosmos DB's answer to it, the answer is
+// Tabula's choice, marked so beside the rule in flavor.go. What the FAQ says differs but
+// Tabula does not simulate, and why, is listed there too: $top above 1,000, the service endpoints Cosmos DB
+// lacks, its wider table names, its binary encoding and its continuation tokens.
 //
 // # Over the wire
 //

@@ -56,6 +56,8 @@ type flavorRules struct {
 	reservedProperties []string
 	// caseSensitiveTableNames makes a table reachable only by the name it was created with.
 	caseSensitiveTableNames bool
+	// unsortedResults returns each query page's entities in reverse key order.
+	unsortedResults bool
 }
 
 // cosmosRules are the Cosmos DB for Table API's rules where they are stricter than the Table
@@ -71,9 +73,6 @@ type flavorRules struct {
 //     check in azure/data/tables/_error.py.
 //
 // Rules those sources state that Tabula does not enforce, and why:
-//   - "Query results returned by the API for Table aren't sorted in partition key/row key
-//     order" (FAQ). Tabula returns them sorted, which Cosmos DB may also do; code must not
-//     rely on the order when it is to run on Cosmos DB.
 //   - "TableQuery TakeCount isn't limited to 1000" (FAQ): a loosening, which no code that
 //     runs on the Table service can trip over; Tabula keeps the limit of 1,000.
 //   - CORS, Get/Set Table Service Properties and Get Table Service Stats are not supported
@@ -102,6 +101,11 @@ var cosmosRules = &flavorRules{
 	// FAQ: "Table names in Azure Table storage aren't case-sensitive, but they are in Azure
 	// Cosmos DB for Table."
 	caseSensitiveTableNames: true,
+	// FAQ: "Query results returned by the API for Table aren't sorted in partition
+	// key/row key order as they are in Azure Table storage." The FAQ names no order, so
+	// Tabula picks one that code relying on key order cannot miss: each page's entities
+	// in reverse key order. Pages and continuation tokens are the Table service's.
+	unsortedResults: true,
 }
 
 // rulesOf returns the rules of a flavour: nil for the Table service's.

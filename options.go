@@ -45,7 +45,8 @@ type Options struct {
 	// Flavor is the service whose rules the DB enforces: FlavorTable, the default, the Azure
 	// Table service's; FlavorCosmos adds the rules in which the Cosmos DB for Table API is
 	// stricter (a 255-byte RowKey, no empty keys, 2 MiB transactions, reserved property
-	// names, case-sensitive table names), with Cosmos DB's answers. See Flavor.
+	// names, case-sensitive table names, query results not in key order), with Cosmos DB's
+	// answers. See Flavor.
 	Flavor Flavor
 
 	// DiskReserve is the free space, in bytes, that a database on disk keeps on its disk:

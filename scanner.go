@@ -37,6 +37,9 @@ func (t *Table) page(ctx context.Context, p *preparedQuery, from Continuation) (
 	if err != nil {
 		return Page{}, err
 	}
+	if r := t.db.flavor; r != nil && r.unsortedResults {
+		slices.Reverse(page.Entities)
+	}
 	return page, nil
 }
 
