@@ -67,10 +67,10 @@ type flavorRules struct {
 // Sources, by title:
 //   - FAQ: "Frequently asked questions about Azure Cosmos DB for Table", section "Where is API
 //     for Table not identical with Azure Table storage behavior?".
-//   - SDK: the Azure SDK for Python's recorded tests against a Cosmos DB for Table account,
-//     sdk/tables/azure-data-tables/tests/test_table_entity_cosmos.py,
+//   - SDK: the Azure SDK for Python's (Azure/azure-sdk-for-python) recorded tests against a
+//     Cosmos DB for Table account, sdk/tables/azure-data-tables/tests/test_table_entity_cosmos.py,
 //     test_table_batch_cosmos.py and test_table_client_cosmos.py, and the Cosmos table name
-//     check in azure/data/tables/_error.py.
+//     check in sdk/tables/azure-data-tables/azure/data/tables/_error.py.
 //
 // Rules those sources state that Tabula does not enforce, and why:
 //   - "TableQuery TakeCount isn't limited to 1000" (FAQ): a loosening, which no code that
@@ -87,13 +87,14 @@ type flavorRules struct {
 var cosmosRules = &flavorRules{
 	name: "cosmos",
 	// FAQ: "Row keys can only be up to 255 bytes." The FAQ does not name the encoding;
-	// Cosmos DB stores items as UTF-8 JSON, so Tabula counts UTF-8 bytes.
+	// Tabula counts UTF-8 bytes, the encoding of the JSON bodies the API takes.
 	maxRowKeyBytes: 255,
 	// SDK: test_delete_entity_with_empty_keys, Cosmos DB refuses an insert with an empty
 	// PartitionKey or RowKey: "PartitionKey/RowKey cannot be empty".
 	emptyKeys: true,
-	// FAQ: "Batches can only have up to 2 MBs." SDK: test_batch_request_too_large, the
-	// answer is 413 (RequestTooLargeError).
+	// FAQ: "Batches can only have up to 2 MBs." The FAQ does not define its MB; Tabula
+	// reads 2 MiB, measured as for the Table service's 4 MiB (TransactionPayloadSize).
+	// SDK: test_batch_request_too_large, the answer is 413 (RequestTooLargeError).
 	maxTransactionPayload: 2 << 20,
 	// FAQ: Cosmos DB reserves the entity property names ID, rid, etag and ResourceId,
 	// which are not supported.
