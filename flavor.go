@@ -84,6 +84,14 @@ type flavorRules struct {
 //     binary data may be refused (FAQ); the FAQ gives no figure, so Tabula does not guess.
 //   - Continuation tokens: the FAQ says nothing of how they differ; Tabula's are the Table
 //     service's.
+//   - A transaction on a missing table: the SDK's test_table_name_errors_bad_length (a live
+//     test, not recorded) sees code ResourceNotFound where the Table service answers
+//     TableNotFound, for a table whose name was too long to create. One live test of an
+//     invalid name is too little to change every missing table's code, so Tabula keeps
+//     TableNotFound; code that is to run on both should treat the two alike (both are 404).
+//   - Error bodies: Cosmos DB's messages end in an ActivityId where the Table service's end
+//     in a RequestId and a time; the codes and first lines are what clients read, and those
+//     are what the rules above set.
 var cosmosRules = &flavorRules{
 	name: "cosmos",
 	// FAQ: "Row keys can only be up to 255 bytes." The FAQ does not name the encoding;
