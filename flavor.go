@@ -89,9 +89,9 @@ type flavorRules struct {
 //     TableNotFound, for a table whose name was too long to create. One live test of an
 //     invalid name is too little to change every missing table's code, so Tabula keeps
 //     TableNotFound; code that is to run on both should treat the two alike (both are 404).
-//   - Error bodies: Cosmos DB's messages end in an ActivityId where the Table service's end
-//     in a RequestId and a time; the codes and first lines are what clients read, and those
-//     are what the rules above set.
+//   - Error bodies: the SDK's tests record Cosmos DB's codes and the start of its messages,
+//     not the rest of the body; beyond the code and message the rules above set, Tabula's
+//     error bodies are the Table service's.
 var cosmosRules = &flavorRules{
 	name: "cosmos",
 	// FAQ: "Row keys can only be up to 255 bytes." The FAQ does not name the encoding;
