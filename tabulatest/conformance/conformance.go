@@ -15,6 +15,10 @@
 //		})
 //	}
 //
+// RunFlavor runs the same tests against a backend of another flavour (tabula.Flavor), such as
+// a DB opened with Options.Flavor = tabula.FlavorCosmos or `tabula serve --flavor cosmos`;
+// where the Cosmos DB for Table API answers differently, the tests assert its answer.
+//
 // The tests share nothing but the backend: each makes its own tables, named with a random
 // suffix, and deletes them when it ends, so the suite can run against an account that holds
 // other tables.

@@ -98,25 +98,61 @@ func TestRemoteEndpoint(t *testing.T) {
 	conformance.Run(t, func(t *testing.T) tabula.ServiceAPI { return c })
 }
 
-// TestEmbeddedCosmos runs the suite against an embedded DB of the Cosmos DB for Table flavour.
+// The suite in the Cosmos DB for Table flavour (tabula.FlavorCosmos): an embedded DB in
+// memory and on disk, and `tabula serve --flavor cosmos` through package remote, in process
+// and over loopback.
 func TestEmbeddedCosmos(t *testing.T) {
-	conformance.RunFlavor(t, tabula.FlavorCosmos, func(t *testing.T) tabula.ServiceAPI {
-		db, err := tabula.OpenInMemory(&tabula.Options{Flavor: tabula.FlavorCosmos})
-		require.NoError(t, err)
-		t.Cleanup(func() { require.NoError(t, db.Close()) })
-		return tabula.Embedded(db)
+	for _, onDisk := range []bool{false, true} {
+		t.Run(map[bool]string{false: "InMemory", true: "OnDisk"}[onDisk], func(t *testing.T) {
+			conformance.RunFlavor(t, tabula.FlavorCosmos, func(t *testing.T) tabula.ServiceAPI {
+				opts := &tabula.Options{Flavor: tabula.FlavorCosmos}
+				db, err := tabula.OpenInMemory(opts)
+				if onDisk {
+					db, err = tabula.Open(t.TempDir(), opts)
+				}
+				require.NoError(t, err)
+				t.Cleanup(func() { require.NoError(t, db.Close()) })
+				return tabula.Embedded(db)
+			})
+		})
+	}
+}
+
+func TestRemoteCosmos(t *testing.T) {
+	opts := &tabula.Options{Flavor: tabula.FlavorCosmos}
+	t.Run("InProcess", func(t *testing.T) {
+		conformance.RunFlavor(t, tabula.FlavorCosmos, func(t *testing.T) tabula.ServiceAPI {
+			srv := tabulatest.NewInProcess(t, opts)
+			client := noRetries
+			client.Transport = srv.Transport()
+			c, err := remote.Dial(srv.ConnectionString(), &remote.Options{ClientOptions: client})
+			require.NoError(t, err)
+			return c
+		})
+	})
+	t.Run("Loopback", func(t *testing.T) {
+		conformance.RunFlavor(t, tabula.FlavorCosmos, func(t *testing.T) tabula.ServiceAPI {
+			srv := tabulatest.NewServer(t, opts)
+			c, err := remote.Dial(srv.ConnectionString(), &remote.Options{ClientOptions: noRetries})
+			require.NoError(t, err)
+			return c
+		})
 	})
 }
 
-// TestRemoteCosmos runs the suite through package remote against `tabula serve --flavor
-// cosmos`, in process.
-func TestRemoteCosmos(t *testing.T) {
-	conformance.RunFlavor(t, tabula.FlavorCosmos, func(t *testing.T) tabula.ServiceAPI {
-		srv := tabulatest.NewInProcess(t, &tabula.Options{Flavor: tabula.FlavorCosmos})
-		opts := noRetries
-		opts.Transport = srv.Transport()
-		c, err := remote.Dial(srv.ConnectionString(), &remote.Options{ClientOptions: opts})
-		require.NoError(t, err)
-		return c
-	})
+// EnvCosmosConnectionString names the variable that points the suite, in the Cosmos
+// flavour, at a Cosmos DB for Table account, to check the flavour against the real thing:
+//
+//	TABULA_CONFORMANCE_COSMOS_CONNECTION_STRING='DefaultEndpointsProtocol=https;AccountName=…;AccountKey=…;TableEndpoint=https://….table.cosmos.azure.com:443/' \
+//		go test ./tabulatest/conformance -run TestRemoteCosmosEndpoint
+const EnvCosmosConnectionString = "TABULA_CONFORMANCE_COSMOS_CONNECTION_STRING"
+
+func TestRemoteCosmosEndpoint(t *testing.T) {
+	conn := os.Getenv(EnvCosmosConnectionString)
+	if conn == "" {
+		t.Skip("set " + EnvCosmosConnectionString + " to a Cosmos DB for Table connection string to run the suite against it")
+	}
+	c, err := remote.Dial(conn, nil)
+	require.NoError(t, err)
+	conformance.RunFlavor(t, tabula.FlavorCosmos, func(t *testing.T) tabula.ServiceAPI { return c })
 }
