@@ -61,22 +61,42 @@ func TestGoldenErrorCodeHeader(t *testing.T) {
 	golden(t, "error_code_conflict", dump(t, resp))
 }
 
+// If-Match takes * or a weak entity tag. Azure answers 412 for any weak form that is not
+// the entity's current ETag, whatever its case (W/ or w/) and content, and 400 for a strong
+// or malformed one: Azure/Azurite#1229 reports Azure's answers, and Azurite's fix
+// (Azure/Azurite#1231) tests each form below against them.
 func TestGoldenIfMatch(t *testing.T) {
 	h := newHarness(t, nil)
 	h.createTable("Match")
 	h.insert("Match", `{"PartitionKey":"p","RowKey":"r","N":1}`)
-	do := func(ifMatch string) *http.Response {
-		return h.do(request{method: "PUT", target: "/devstoreaccount1/Match(PartitionKey='p',RowKey='r')",
+	do := func(method, ifMatch string) *http.Response {
+		return h.do(request{method: method, target: "/devstoreaccount1/Match(PartitionKey='p',RowKey='r')",
 			header: map[string]string{"Content-Type": "application/json", "If-Match": ifMatch}, body: `{"N":2}`})
 	}
-	// Well formed but not the current ETag: the condition fails.
-	golden(t, "ifmatch_wrong_412", dump(t, do(`W/"wrong"`)))
-	wantError(t, do(`"strong"`), 412, "UpdateConditionNotSatisfied")
-	wantError(t, h.do(request{method: "DELETE", target: "/devstoreaccount1/Match(PartitionKey='p',RowKey='r')",
-		header: map[string]string{"If-Match": `W/"wrong"`}}), 412, "UpdateConditionNotSatisfied")
-	// Not an ETag at all: the request is malformed.
-	golden(t, "ifmatch_not_etag_400", dump(t, do(`wrong`)))
-	// On a missing entity any If-Match is 404.
+	// A weak tag, well formed but not the current ETag: the condition fails.
+	golden(t, "ifmatch_wrong_412", dump(t, do("PUT", `W/"wrong"`)))
+	golden(t, "ifmatch_lowercase_weak_412", dump(t, do("PUT", `w/"wrong"`)))
+	for _, etag := range []string{`W/"wrong"`, `W/"datetime'2015-01-01T23%3A14%3A33.4980000Z'"`,
+		`w/"wrong"`, `w/"datetime'2015-01-01T23%3A14%3A33.4980000Z'"`} {
+		for _, method := range []string{"PUT", "MERGE", "DELETE"} {
+			t.Run(method+" "+etag, func(t *testing.T) { wantError(t, do(method, etag), 412, "UpdateConditionNotSatisfied") })
+		}
+	}
+	// A strong tag, or no tag at all: the request is malformed.
+	golden(t, "ifmatch_strong_400", dump(t, do("PUT", `"wrong"`)))
+	golden(t, "ifmatch_not_etag_400", dump(t, do("PUT", `wrong`)))
+	for _, etag := range []string{`"wrong"`, `"datetime'2015-01-01T23%3A14%3A33.4980000Z'"`, `wrong`,
+		`datetime'2015-01-01T23%3A14%3A33.4980000Z'`, `"`, `W/`, `W/wrong`, `W/W/"wrong"`} {
+		for _, method := range []string{"PUT", "MERGE", "DELETE"} {
+			t.Run(method+" "+etag, func(t *testing.T) { wantError(t, do(method, etag), 400, "InvalidInput") })
+		}
+	}
+	// The current ETag matches in either case of its W.
+	current := tabula.ETag(headerValue(h.do(request{method: "GET", target: "/devstoreaccount1/Match(PartitionKey='p',RowKey='r')"}).Header, "ETag"))
+	lower := "w" + string(current)[1:]
+	resp := do("MERGE", lower)
+	mustStatus(t, resp, 204)
+	// On a missing entity any weak If-Match is 404.
 	wantError(t, h.do(request{method: "PUT", target: "/devstoreaccount1/Match(PartitionKey='p',RowKey='nope')",
 		header: map[string]string{"Content-Type": "application/json", "If-Match": `W/"wrong"`}, body: `{}`}), 404, "ResourceNotFound")
 	if n := h.count("Match"); n != 1 {
