@@ -48,7 +48,7 @@ func parseSignedIdentifiers(body []byte) ([]tabula.AccessPolicy, *tabula.Error) 
 		return nil, withDetail(errInvalidXMLDocument, strconv.Itoa(len(doc.Identifiers))+" signed identifiers; at most 5 are allowed")
 	}
 	bad := func(i int, what string) ([]tabula.AccessPolicy, *tabula.Error) {
-		return nil, withDetail(errInvalidXMLNodeValue, "SignedIdentifier "+strconv.Itoa(i)+": "+what)
+		return nil, withDetail(errInvalidXMLDocument, "SignedIdentifier "+strconv.Itoa(i)+": "+what)
 	}
 	seen := map[string]bool{}
 	out := make([]tabula.AccessPolicy, 0, len(doc.Identifiers))

@@ -249,6 +249,11 @@ func TestGoldenServiceProperties(t *testing.T) {
 
 	rule := `<CorsRule><AllowedOrigins>*</AllowedOrigins><AllowedMethods>GET</AllowedMethods><MaxAgeInSeconds>1</MaxAgeInSeconds></CorsRule>`
 	golden(t, "service_properties_six_rules_400", dump(t, put(`<StorageServiceProperties><Cors>`+strings.Repeat(rule, 6)+`</Cors></StorageServiceProperties>`)))
+	// Every validation failure of the document is InvalidXmlDocument, as the service answers a
+	// retention of 366 days: the aztables module's recorded TestRetentionTooLong (its v1.0.0
+	// testdata/recordings), whose body this is.
+	golden(t, "service_properties_retention_366_400", dump(t, put(`<?xml version="1.0" encoding="UTF-8"?>`+"\n"+
+		`<StorageServiceProperties><MinuteMetrics><Enabled>true</Enabled><IncludeAPIs>true</IncludeAPIs><RetentionPolicy><Enabled>true</Enabled><Days>366</Days></RetentionPolicy><Version>1.0</Version></MinuteMetrics></StorageServiceProperties>`)))
 	golden(t, "service_properties_retention_0_400", dump(t, put(`<StorageServiceProperties><HourMetrics><Version>1.0</Version><Enabled>false</Enabled>`+
 		`<RetentionPolicy><Enabled>true</Enabled><Days>0</Days></RetentionPolicy></HourMetrics></StorageServiceProperties>`)))
 	for _, bad := range []string{
@@ -259,7 +264,7 @@ func TestGoldenServiceProperties(t *testing.T) {
 		`<StorageServiceProperties><HourMetrics><Version>1.0</Version><Enabled>true</Enabled><RetentionPolicy><Enabled>false</Enabled></RetentionPolicy></HourMetrics></StorageServiceProperties>`,
 		`<StorageServiceProperties><Cors><CorsRule><AllowedOrigins>` + strings.Repeat("o,", 65) + `</AllowedOrigins><AllowedMethods>GET</AllowedMethods><MaxAgeInSeconds>1</MaxAgeInSeconds></CorsRule></Cors></StorageServiceProperties>`,
 	} {
-		wantError(t, put(bad), 400, "InvalidXmlNodeValue")
+		wantError(t, put(bad), 400, "InvalidXmlDocument")
 	}
 	wantError(t, put(`<StorageServiceProperties><Cors>`), 400, "InvalidXmlDocument")
 	wantError(t, put(`not xml`), 400, "InvalidXmlDocument")
@@ -362,6 +367,12 @@ func TestGoldenTableACL(t *testing.T) {
 	for i := range 6 {
 		six += fmt.Sprintf(ident, i)
 	}
+	// A policy without an Id, and every other invalid identifier, is InvalidXmlDocument, as the
+	// service answers the aztables module's recorded TestSetInvalidAccessPolicy (its v1.0.0
+	// testdata/recordings), whose body this is; so is a sixth identifier
+	// (TestSetTooManyAccessPolicies there).
+	golden(t, "acl_invalid_policy_400", dump(t, setACL(`<?xml version="1.0" encoding="UTF-8"?>`+"\n"+
+		`<SignedIdentifiers><SignedIdentifier><AccessPolicy><Expiry>2042-01-01T01:01:01.000000001Z</Expiry></AccessPolicy></SignedIdentifier></SignedIdentifiers>`)))
 	golden(t, "acl_six_identifiers_400", dump(t, setACL(`<SignedIdentifiers>`+six+`</SignedIdentifiers>`)))
 	for _, bad := range []string{
 		`<SignedIdentifiers><SignedIdentifier><Id>` + strings.Repeat("i", 65) + `</Id><AccessPolicy></AccessPolicy></SignedIdentifier></SignedIdentifiers>`,
@@ -369,7 +380,7 @@ func TestGoldenTableACL(t *testing.T) {
 		`<SignedIdentifiers><SignedIdentifier><Id>a</Id><AccessPolicy><Start>soon</Start></AccessPolicy></SignedIdentifier></SignedIdentifiers>`,
 		`<SignedIdentifiers><SignedIdentifier><Id>a</Id></SignedIdentifier><SignedIdentifier><Id>a</Id></SignedIdentifier></SignedIdentifiers>`,
 	} {
-		wantError(t, setACL(bad), 400, "InvalidXmlNodeValue")
+		wantError(t, setACL(bad), 400, "InvalidXmlDocument")
 	}
 	wantError(t, h.do(request{method: "GET", target: "/devstoreaccount1/Missing?comp=acl"}), 404, "TableNotFound")
 	// Only the key may read or set an ACL.

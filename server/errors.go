@@ -50,10 +50,12 @@ var (
 		"The value for one of the HTTP headers is not in the correct format.")
 	errInvalidQueryParameterValue = svcError("InvalidQueryParameterValue", http.StatusBadRequest,
 		"Value for one of the query parameters specified in the request URI is invalid.")
+	// InvalidXmlDocument is the Table service's answer to any Set Table ACL or Set Table
+	// Service Properties body it refuses, malformed or merely invalid (a policy without an Id,
+	// a retention of 366 days), as its recorded answers in the aztables module show; it does
+	// not use InvalidXmlNodeValue there.
 	errInvalidXMLDocument = svcError("InvalidXmlDocument", http.StatusBadRequest,
 		"XML specified is not syntactically valid.")
-	errInvalidXMLNodeValue = svcError("InvalidXmlNodeValue", http.StatusBadRequest,
-		"The value for one of the XML nodes is not in the correct format.")
 	errCorsPreflightFailure = svcError("CorsPreflightFailure", http.StatusForbidden,
 		"CORS not enabled or no matching rule found for this request.")
 	errMissingCorsHeader = svcError("InvalidHeaderValue", http.StatusBadRequest,

@@ -653,7 +653,7 @@ func TestSDKServiceAndACL(t *testing.T) {
 		}
 		_, err = svc.SetProperties(ctx, aztables.ServiceProperties{HourMetrics: &aztables.Metrics{Enabled: to.Ptr(false), Version: to.Ptr("1.0"),
 			RetentionPolicy: &aztables.RetentionPolicy{Enabled: to.Ptr(true), Days: to.Ptr(int32(366))}}}, nil)
-		wantCode(t, err, 400, "InvalidXmlNodeValue")
+		wantCode(t, err, 400, "InvalidXmlDocument")
 
 		// Stats come from the secondary endpoint only.
 		_, err = svc.GetStatistics(ctx, nil)

@@ -125,7 +125,7 @@ func parseServiceProperties(body []byte) (serviceProperties, *tabula.Error) {
 		}
 	}
 	bad := func(what string) (serviceProperties, *tabula.Error) {
-		return p, withDetail(errInvalidXMLNodeValue, what)
+		return p, withDetail(errInvalidXMLDocument, what)
 	}
 	if l := p.Logging; l != nil {
 		if l.Version != "1.0" {
@@ -181,7 +181,7 @@ func (r *retentionPolicy) check(owner string) *tabula.Error {
 		return nil
 	}
 	if r.Days == nil || *r.Days < minRetentionDays || *r.Days > maxRetentionDays {
-		return withDetail(errInvalidXMLNodeValue, owner+"/RetentionPolicy/Days must be 1 to 365 when the policy is enabled")
+		return withDetail(errInvalidXMLDocument, owner+"/RetentionPolicy/Days must be 1 to 365 when the policy is enabled")
 	}
 	return nil
 }
@@ -189,7 +189,7 @@ func (r *retentionPolicy) check(owner string) *tabula.Error {
 // check validates a CORS rule and normalizes its lists (items trimmed, methods upper-case).
 func (r *corsRule) check(i int) *tabula.Error {
 	bad := func(what string) *tabula.Error {
-		return withDetail(errInvalidXMLNodeValue, "CorsRule "+strconv.Itoa(i)+": "+what)
+		return withDetail(errInvalidXMLDocument, "CorsRule "+strconv.Itoa(i)+": "+what)
 	}
 	origins := splitList(r.AllowedOrigins)
 	if len(origins) == 0 || len(origins) > maxCorsOrigins {

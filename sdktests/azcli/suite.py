@@ -416,7 +416,7 @@ class TestServiceProperties(Case):
                    "--minute", "false", "--retention", "7"), "PUT", 202)
         # The service keeps logs 365 days at most: a longer retention is refused whole.
         self.refused(az("storage", "logging", "update", "--services", "t", "--log", "rwd", "--retention", "366"),
-                     "PUT", 400, "InvalidXmlNodeValue")
+                     "PUT", 400, "InvalidXmlDocument")
 
         self.assertEqual(self.ok(az("storage", "cors", "list", "--services", "t")), [{
             "Service": "table", "Rule": 1, "AllowedOrigins": "https://app.example, https://other.example",

@@ -235,7 +235,7 @@ test("service properties, CORS preflight and actual requests", async () => {
   assert.equal(props.hourMetrics.retentionPolicy.days, 7);
   const six = Array.from({ length: 6 }, () => ({ allowedOrigins: "*", allowedMethods: "GET", allowedHeaders: "", exposedHeaders: "", maxAgeInSeconds: 1 }));
   await rejectsWith(svc.setProperties({ cors: six }), 400, "InvalidXmlDocument");
-  await rejectsWith(svc.setProperties({ logging: { version: "1.0", read: true, write: true, delete: true, retentionPolicy: { enabled: true, days: 366 } } }), 400, "InvalidXmlNodeValue");
+  await rejectsWith(svc.setProperties({ logging: { version: "1.0", read: true, write: true, delete: true, retentionPolicy: { enabled: true, days: 366 } } }), 400, "InvalidXmlDocument");
 
   const preflight = (origin, method, headers) =>
     fetch(`${endpoint}/${devName}/JsCors()`, {

@@ -492,7 +492,7 @@ class TestService(Case):
         # Retention is at most 365 days.
         self.assertFails(lambda: svc.set_service_properties(analytics_logging=TableAnalyticsLogging(
             read=True, retention_policy=TableRetentionPolicy(enabled=True, days=366))),
-            HttpResponseError, 400, "InvalidXmlNodeValue")
+            HttpResponseError, 400, "InvalidXmlDocument")
         # The service allows five CORS rules at most.
         six = [TableCorsRule(["*"], ["GET"]) for _ in range(6)]
         self.assertFails(lambda: svc.set_service_properties(cors=six), HttpResponseError, 400, "InvalidXmlDocument")
