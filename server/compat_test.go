@@ -251,7 +251,8 @@ func TestGoldenServiceProperties(t *testing.T) {
 	golden(t, "service_properties_six_rules_400", dump(t, put(`<StorageServiceProperties><Cors>`+strings.Repeat(rule, 6)+`</Cors></StorageServiceProperties>`)))
 	// Every validation failure of the document is InvalidXmlDocument, as the service answers a
 	// retention of 366 days: the aztables module's recorded TestRetentionTooLong (its v1.0.0
-	// testdata/recordings), whose body this is.
+	// testdata/recordings), whose body this is. The answer is the XML error document recorded
+	// there, with its Content-Type and Content-Length.
 	golden(t, "service_properties_retention_366_400", dump(t, put(`<?xml version="1.0" encoding="UTF-8"?>`+"\n"+
 		`<StorageServiceProperties><MinuteMetrics><Enabled>true</Enabled><IncludeAPIs>true</IncludeAPIs><RetentionPolicy><Enabled>true</Enabled><Days>366</Days></RetentionPolicy><Version>1.0</Version></MinuteMetrics></StorageServiceProperties>`)))
 	golden(t, "service_properties_retention_0_400", dump(t, put(`<StorageServiceProperties><HourMetrics><Version>1.0</Version><Enabled>false</Enabled>`+

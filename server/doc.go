@@ -22,7 +22,8 @@
 // address, is read path-style.
 //
 // What it reproduces, from recordings of the real service where they exist:
-// the status codes, headers and odata.error bodies of every operation, the three metadata
+// the status codes, headers and odata.error bodies of every operation (the XML operations,
+// ACLs and service properties and stats, answer errors with the XML m:error document), the three metadata
 // levels with $format overriding Accept, the JSON form of each EDM type, continuation
 // headers, Prefer, If-Match and X-HTTP-Method, the multipart layout of batch responses
 // (a failed change set is still 202, with one part carrying the failing operation's status

@@ -129,6 +129,21 @@ func appendErrorJSON(b []byte, code, message, requestID string, now time.Time) [
 	return append(b, "}}}"...)
 }
 
+// appendErrorXML writes the service's error body for the XML operations (the ACL and service
+// calls), the data services error document it sends there with Content-Type application/xml:
+// recorded in the aztables module's TestRetentionTooLong and TestSetInvalidAccessPolicy (its
+// v1.0.0 testdata/recordings). The message keeps its line breaks, as recorded.
+func appendErrorXML(b []byte, code, message, requestID string, now time.Time) []byte {
+	b = append(b, `<?xml version="1.0" encoding="utf-8"?><m:error xmlns:m="http://schemas.microsoft.com/ado/2007/08/dataservices/metadata"><m:code>`...)
+	b = append(b, xmlText.Replace(code)...)
+	b = append(b, `</m:code><m:message xml:lang="en-US">`...)
+	b = append(b, xmlText.Replace(message+"\nRequestId:"+requestID+"\nTime:"+now.UTC().Format("2006-01-02T15:04:05.0000000Z"))...)
+	return append(b, "</m:message></m:error>"...)
+}
+
+// xmlText escapes character data; unlike xml.EscapeText it leaves line breaks as they are.
+var xmlText = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+
 // detailHeader makes an error's detail safe to send as a header value.
 func detailHeader(detail string) string {
 	detail = strings.Map(func(r rune) rune {

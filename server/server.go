@@ -301,6 +301,10 @@ func (c *call) answer(err error) {
 	// The code in a header too, as the service sends it on every failure from version
 	// 2017-07-29 (Status and error codes): HEAD responses and raw-HTTP callers keep it.
 	setHeader(h, "x-ms-error-code", e.Code)
+	if c.query.Has("comp") || c.query.Has("restype") { // an XML operation answers in XML
+		c.send(e.StatusCode, "application/xml", appendErrorXML(nil, e.Code, e.Message, c.id, c.now))
+		return
+	}
 	c.send(e.StatusCode, levelMinimal.contentType(), appendErrorJSON(nil, e.Code, e.Message, c.id, c.now))
 }
 
