@@ -278,13 +278,16 @@ func (n *Namespace) ListTables(ctx context.Context, q TableQuery) (TablePage, er
 			}); err != nil {
 				return err
 			}
+			if !pred.Match(tableNameRecord(rec.Name)) {
+				continue
+			}
+			// A full page names the next table the filter selects, so that a listing ends
+			// with the last one, as the service's does (recorded: aztables' TestQueryTable).
 			if len(page.Tables) == top {
 				page.NextTableName = rec.Name
 				return nil
 			}
-			if pred.Match(tableNameRecord(rec.Name)) {
-				page.Tables = append(page.Tables, TableInfo{Name: rec.Name, Created: timeOfTicks(rec.Created)})
-			}
+			page.Tables = append(page.Tables, TableInfo{Name: rec.Name, Created: timeOfTicks(rec.Created)})
 		}
 		return nil
 	})

@@ -117,6 +117,17 @@ func TestListTablesPages(t *testing.T) {
 	assert.Empty(t, page.NextTableName)
 	_, err = db.ListTables(ctx, TableQuery{Top: 1001})
 	assert.ErrorIs(t, err, ErrInvalidInput)
+
+	// A filtered listing's token names the next table the filter selects; after the last
+	// one there is none, though other tables follow.
+	filter := "TableName ge 'T02' and TableName lt 'T05'"
+	page, err = db.ListTables(ctx, TableQuery{Filter: "TableName eq 'T01' or TableName eq 'T04'", Top: 1})
+	require.NoError(t, err)
+	assert.Equal(t, "T04", page.NextTableName)
+	page, err = db.ListTables(ctx, TableQuery{Filter: filter, Top: 2, NextTableName: "T03"})
+	require.NoError(t, err)
+	assert.Len(t, page.Tables, 2)
+	assert.Empty(t, page.NextTableName)
 }
 
 func TestOperationsOnMissingTable(t *testing.T) {
