@@ -86,10 +86,13 @@ func (s *Server) checkSharedKey(c *call, keys [][]byte, auth, rawPath string) st
 	}
 	// The canonical resource is /account followed by the path, or by the path less its own
 	// leading /account; both are appended to the string to sign in place rather than built.
-	var candidates [2]string // on the stack: most requests sign the first
+	var candidates [3]string // on the stack: most requests sign the first
 	paths := append(candidates[:0], rawPath)
 	if once, ok := strings.CutPrefix(rawPath, "/"+account); ok {
 		paths = append(paths, once)
+	}
+	if c.primaryPath != "" {
+		paths = append(paths, c.primaryPath) // a secondary request signed for the primary
 	}
 	hasComp := c.query.Has("comp")
 	comp := c.query.Get("comp")
@@ -133,6 +136,29 @@ func (s *Server) checkSharedKey(c *call, keys [][]byte, auth, rawPath string) st
 	}
 	resource := "/" + account + rawPath
 	return "the signature does not match the request (canonical resource " + resource + ", signed date from x-ms-date or Date)"
+}
+
+// atSecondary prepares a path-style request to the secondary, whose escaped path after the
+// "<account>-secondary" segment is rest, and returns the resource's path.
+//
+// Its signature may cover the secondary URL as written (the JS and .NET SDKs sign it so) or
+// the same request to the primary: the service's canonical resource names the account, never
+// its -secondary (REST docs: "Authorize with Shared Key"), and the emulator the SDKs are tested
+// against, Azurite, accepts both (its TableSharedKeyAuthenticator). Only reads reach the
+// secondary, so the same signature reads the same data at either endpoint, as on the service.
+//
+// The Python SDK (azure-data-tables, and az storage table stats through it) reaches the
+// secondary of a path-style endpoint by putting the secondary's host and path in front of the
+// primary URL it has signed: Get Table Service Stats from the connection string tabula serve
+// prints goes to /devstoreaccount1-secondary/devstoreaccount1/?restype=service&comp=stats,
+// signed for /devstoreaccount1/?restype=service&comp=stats. A second segment naming the
+// account is read so: no resource path has two segments, so nothing else changes meaning.
+func (c *call) atSecondary(rest string) string {
+	if after, ok := strings.CutPrefix(rest, c.account+"/"); ok {
+		rest = after
+	}
+	c.primaryPath = "/" + c.account + "/" + rest
+	return rest
 }
 
 // parseHTTPDate is http.ParseTime, remembering the last date read: a client signs every

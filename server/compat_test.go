@@ -323,6 +323,51 @@ func TestGoldenSecondary(t *testing.T) {
 	wantError(t, h.do(request{method: "GET", target: "/nobody-secondary/Tables"}), 403, "AuthenticationFailed")
 }
 
+// The SDKs' own Get Table Service Stats from the connection string tabula serve prints: the
+// Python SDK (azure-data-tables 12.4.2, and az storage table stats through it) puts the
+// secondary's host and path, 127.0.0.1:port/devstoreaccount1-secondary, in front of the primary
+// URL it has already signed. This is its request as captured, headers and all. The service's
+// canonical resource names the account, never its -secondary (REST docs: "Authorize with
+// Shared Key"), and Azurite accepts a secondary request signed for the primary (its
+// TableSharedKeyAuthenticator); a signature still covers only its own resource.
+func TestGoldenSecondarySignedForPrimary(t *testing.T) {
+	h := newHarness(t, nil)
+	h.createTable("Geo")
+	h.insert("Geo", `{"PartitionKey":"p","RowKey":"r"}`)
+	date := testNow.UTC().Format(http.TimeFormat)
+	signedFor := func(method, target, canonical string, header map[string]string) *http.Response {
+		hdr := map[string]string{"x-ms-date": date, "Date": date,
+			"Authorization": "SharedKey devstoreaccount1:" + hmacBase64(DevelopmentAccountKey, method+"\n\n"+header["Content-Type"]+"\n"+date+"\n"+canonical)}
+		for k, v := range header {
+			hdr[k] = v
+		}
+		return h.do(request{method: method, target: target, header: hdr, unsigned: true})
+	}
+	golden(t, "stats_python_sdk", dump(t, signedFor("GET", "/devstoreaccount1-secondary/devstoreaccount1/?restype=service&comp=stats",
+		"/devstoreaccount1/devstoreaccount1/?comp=stats", map[string]string{"Accept": "application/xml"})))
+	// The same for any read at the secondary, in either form.
+	mustStatus(t, signedFor("GET", "/devstoreaccount1-secondary/Geo(PartitionKey='p',RowKey='r')",
+		"/devstoreaccount1/devstoreaccount1/Geo(PartitionKey='p',RowKey='r')", nil), 200)
+	mustStatus(t, signedFor("GET", "/devstoreaccount1-secondary/devstoreaccount1/Geo(PartitionKey='p',RowKey='r')",
+		"/devstoreaccount1/devstoreaccount1/Geo(PartitionKey='p',RowKey='r')", nil), 200)
+	// A signature for another resource, or for the secondary's stats sent to the primary, fails.
+	wantError(t, signedFor("GET", "/devstoreaccount1-secondary/Geo(PartitionKey='p',RowKey='r')",
+		"/devstoreaccount1/devstoreaccount1/Other(PartitionKey='p',RowKey='r')", nil), 403, "AuthenticationFailed")
+	wantError(t, signedFor("GET", "/devstoreaccount1-secondary/devstoreaccount1/?restype=service&comp=stats",
+		"/devstoreaccount1/devstoreaccount1/?comp=properties", nil), 403, "AuthenticationFailed")
+	wantError(t, signedFor("GET", "/devstoreaccount1/?restype=service&comp=stats",
+		"/devstoreaccount1/devstoreaccount1-secondary/devstoreaccount1/?comp=stats", nil), 403, "AuthenticationFailed")
+	// The secondary stays read-only.
+	wantError(t, signedFor("POST", "/devstoreaccount1-secondary/devstoreaccount1/Geo", "/devstoreaccount1/devstoreaccount1/Geo",
+		map[string]string{"Content-Type": "application/json"}), 403, "AuthorizationFailure")
+	// A table named as the account is still a table at the secondary.
+	h.createTable("devstoreaccount1")
+	mustStatus(t, h.do(request{method: "GET", target: "/devstoreaccount1-secondary/devstoreaccount1()"}), 200)
+	if n := h.count("Geo"); n != 1 {
+		t.Fatalf("%d entities", n)
+	}
+}
+
 func TestGoldenCORS(t *testing.T) {
 	h := newHarness(t, nil)
 	h.createTable("Cors")

@@ -138,6 +138,9 @@ type call struct {
 	keys    [][]byte // the account's keys, decoded; nil for an account the server does not serve
 	// secondary is set for a request to the account's read-only secondary endpoint.
 	secondary bool
+	// primaryPath is, for a path-style request to the secondary, the path of the same
+	// request to the primary, which its signature may cover (see atSecondary).
+	primaryPath string
 	ns        *tabula.Namespace // the account's tables
 	base      string            // scheme://host/account: the root of Location and odata.* links
 	query     url.Values
@@ -246,6 +249,9 @@ func (c *call) serve() error {
 		c.base = baseFor(r.TLS != nil, r.Host, "")
 	} else {
 		c.base = baseURL(r, account)
+	}
+	if c.secondary && !inHost {
+		rest = c.atSecondary(rest)
 	}
 	query, qerr := parseQuery(rawQuery)
 	if qerr != nil {

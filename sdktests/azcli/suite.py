@@ -435,6 +435,16 @@ class TestServiceProperties(Case):
         self.ok(az("storage", "cors", "clear", "--services", "t"), "PUT", 202)
         self.assertEqual(self.ok(az("storage", "cors", "list", "--services", "t")), [], "clear removes the rules")
 
+    def test_stats(self):
+        # az reaches the secondary from the connection string tabula serve prints as the Python
+        # SDK does, with /devstoreaccount1-secondary/devstoreaccount1/ and a signature for the
+        # primary URL.
+        call = az("storage", "table", "stats")
+        stats = self.ok(call, "GET", 200)
+        self.assertEqual(stats["geoReplication"]["status"], "live", call.describe())
+        self.assertTrue(stats["geoReplication"]["lastSyncTime"], call.describe())
+        self.assertIn(("GET", f"/{DEV_NAME}-secondary/{DEV_NAME}/?restype=service&comp=stats", 200), call.requests)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -56,6 +56,7 @@ _server = {}
 def setUpModule():
     server = tabulaserve.start([(DEV_NAME, DEV_KEY), (OTHER_NAME, OTHER_KEY)], prefix="tabula-py-")
     _server["endpoint"] = server.endpoint
+    _server["connection_strings"] = server.connection_strings
     # Every client shares one requests session (azure-core's transport), closed at the end,
     # so that no client leaves its connections open.
     _server["session"] = requests.Session()
@@ -504,19 +505,19 @@ class TestService(Case):
         self.assertTrue(props["hour_metrics"].enabled, "an omitted element must stay unchanged")
 
     def test_stats_on_the_secondary(self):
-        # The secondary of a path-style endpoint is the account segment "<account>-secondary".
-        # The SDK derives that host ("127.0.0.1:port/devstoreaccount1-secondary") but switches
-        # location by replacing only the URL's netloc, after signing, so that its own
-        # get_service_stats goes to /devstoreaccount1-secondary/devstoreaccount1/ with a
-        # signature for the primary path (azure-data-tables 12.4.2 _policies.StorageHosts): a
-        # client-side limitation with emulator URLs. So the client here is made for the
-        # secondary URL, with the bare netloc as its secondary host, and the SDK's switch is a
-        # no-op.
-        host = endpoint()[len("http://"):]
-        svc = service_client(f"{endpoint()}/{DEV_NAME}-secondary", dev_cred(), secondary_hostname=host)
+        # The SDK's own call, from the connection string tabula serve prints: it reaches the
+        # secondary of a path-style endpoint by putting "127.0.0.1:port/devstoreaccount1-secondary"
+        # in front of the primary URL it signed (azure-data-tables 12.4.2 _policies.StorageHosts),
+        # so the request is /devstoreaccount1-secondary/devstoreaccount1/?restype=service&comp=stats
+        # with a signature for the primary.
+        svc = TableServiceClient.from_connection_string(_server["connection_strings"][DEV_NAME], transport=transport())
         stats = svc.get_service_stats()
         self.assertEqual(stats["geo_replication"]["status"], "live")
         self.assertIsInstance(stats["geo_replication"]["last_sync_time"], datetime)
+        # A client made for the secondary URL itself signs that URL: served too.
+        host = endpoint()[len("http://"):]
+        secondary = service_client(f"{endpoint()}/{DEV_NAME}-secondary", dev_cred(), secondary_hostname=host)
+        self.assertEqual(secondary.get_service_stats()["geo_replication"]["status"], "live")
 
         # On the primary, stats are refused.
         primary_only = service_client(f"{endpoint()}/{DEV_NAME}", dev_cred(), secondary_hostname=host)
