@@ -138,9 +138,6 @@ type call struct {
 	keys    [][]byte // the account's keys, decoded; nil for an account the server does not serve
 	// secondary is set for a request to the account's read-only secondary endpoint.
 	secondary bool
-	// primaryPath is, for a path-style request to the secondary, the path of the same
-	// request to the primary, which its signature may cover (see atSecondary).
-	primaryPath string
 	ns        *tabula.Namespace // the account's tables
 	base      string            // scheme://host/account: the root of Location and odata.* links
 	query     url.Values
@@ -165,6 +162,10 @@ type call struct {
 		raw    string
 		values url.Values
 	}
+
+	// primaryPath is, for a path-style request to the secondary, the path of the same
+	// request to the primary, which its signature may cover (see atSecondary).
+	primaryPath string
 }
 
 // put sets a response header as setHeader does (which, for a name already in Go's canonical
