@@ -11,7 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/tabuladb/tabula"
+	"github.com/tabuladb/tabula/partition"
 )
 
 // The service's answers that SDK users met as failures against earlier Tabula, each pinned
@@ -366,6 +370,57 @@ func TestGoldenSecondarySignedForPrimary(t *testing.T) {
 	if n := h.count("Geo"); n != 1 {
 		t.Fatalf("%d entities", n)
 	}
+}
+
+// Errors a setting causes name, over the wire, what set it: the tabula serve flag and the
+// management API field, not the Go option (tabula.Options) an HTTP client never sees; the Go
+// API's own errors keep naming the option.
+func TestGoldenSettingsOverWire(t *testing.T) {
+	const insert = `{"PartitionKey":"p","RowKey":"%s"}`
+	post := func(h *harness, rk string) *http.Response {
+		return h.do(request{method: "POST", target: "/devstoreaccount1/Set", header: map[string]string{"Content-Type": "application/json"},
+			body: fmt.Sprintf(insert, rk)})
+	}
+	noOption := func(t *testing.T, resp *http.Response) string {
+		t.Helper()
+		got := dump(t, resp)
+		if strings.Contains(got, "Options.") {
+			t.Errorf("a wire error names a Go option:\n%s", got)
+		}
+		return got
+	}
+
+	h := newHarness(t, &tabula.Options{ForbidFullScans: true})
+	h.createTable("Set")
+	golden(t, "full_scan_forbidden_400", noOption(t, h.do(request{method: "GET", target: "/devstoreaccount1/Set()?$filter=N%20eq%201"})))
+	_, err := h.db.Table("Set").Query(t.Context(), tabula.Query{Filter: "N eq 1"})
+	var te *tabula.Error
+	require.ErrorAs(t, err, &te)
+	assert.Contains(t, te.Message, "Options.ForbidFullScans")
+
+	h = newHarness(t, &tabula.Options{Limits: partition.Limits{Mode: partition.LimitEnforce, PartitionRate: 1, PartitionBurst: 1}})
+	h.createTable("Set")
+	mustStatus(t, post(h, "a"), 201)
+	golden(t, "server_busy_limits_503", noOption(t, post(h, "b")))
+	_, err = h.db.Table("Set").Insert(t.Context(), tabula.Entity{PartitionKey: "p", RowKey: "c"})
+	require.ErrorIs(t, err, tabula.ErrServerBusy)
+	assert.Contains(t, err.Error(), "Options.Limits")
+
+	h = newHarness(t, nil)
+	h.createTable("Set")
+	h.db.SetFaults(partition.Faults{Seed: 1, Timeout: 1})
+	golden(t, "injected_timeout_500", noOption(t, post(h, "a")))
+	h.db.SetFaults(partition.Faults{Seed: 1, ServerBusy: 1})
+	noOption(t, post(h, "a"))
+
+	h = newHarness(t, &tabula.Options{TableDeleteDelay: tabula.ServiceTableDeleteDelay})
+	h.createTable("Set")
+	mustStatus(t, h.do(request{method: "DELETE", target: "/devstoreaccount1/Tables('Set')"}), 204)
+	golden(t, "table_being_deleted_409", noOption(t, h.do(request{method: "POST", target: "/devstoreaccount1/Tables",
+		header: map[string]string{"Content-Type": "application/json"}, body: `{"TableName":"Set"}`})))
+	_, err = h.db.CreateTable(t.Context(), "Set")
+	require.ErrorIs(t, err, tabula.ErrTableBeingDeleted)
+	assert.Contains(t, err.Error(), "Options.TableDeleteDelay")
 }
 
 func TestGoldenCORS(t *testing.T) {

@@ -110,12 +110,43 @@ func serviceError(err error) *tabula.Error {
 	var te *tabula.Error
 	switch {
 	case errors.As(err, &te):
-		return te
+		return settingsOverWire(te)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return withDetail(tabula.ErrOperationTimedOut, err.Error())
 	default:
 		return withDetail(tabula.ErrInternal, err.Error())
 	}
+}
+
+// wireSettings names, for a client of the wire, the setting behind an engine error that
+// names a Go option: the tabula serve flag and the management API field that set it (see the
+// package documentation). The engine's own messages name tabula.Options, which is what a Go
+// program embedding it sets.
+var wireSettings = strings.NewReplacer(
+	"by Options.ForbidFullScans", "by tabula serve --forbid-full-scans (management API: queries, forbidFullScans)",
+	"(Options.Limits)", "(tabula serve --limits; management API: limits)",
+	"(Options.Faults)", "(tabula serve --faults; management API: faults)",
+	"(Options.TableDeleteDelay)", "(tabula serve --table-delete-delay; management API: faults, tableDeleteDelay)",
+)
+
+// settingsOverWire returns e with the settings its message and detail name as wireSettings
+// says: only the errors a setting causes name one.
+func settingsOverWire(e *tabula.Error) *tabula.Error {
+	if e == nil {
+		return nil
+	}
+	switch e.Code {
+	case tabula.ErrFullScanForbidden.Code, tabula.ErrServerBusy.Code, tabula.ErrOperationTimedOut.Code, tabula.ErrTableBeingDeleted.Code:
+	default:
+		return e
+	}
+	message, detail := wireSettings.Replace(e.Message), wireSettings.Replace(e.Detail)
+	if message == e.Message && detail == e.Detail {
+		return e
+	}
+	c := *e
+	c.Message, c.Detail = message, detail
+	return &c
 }
 
 // appendErrorJSON writes the service's error body. The message ends with the request ID and the

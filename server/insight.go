@@ -209,7 +209,7 @@ func (s *Server) explain(w http.ResponseWriter, r *http.Request, e *accountEntry
 		writeInsightError(w, http.StatusNotFound, err.Error())
 		return
 	case err != nil:
-		out.RunError = err.Error()
+		out.RunError = serviceError(err).Error()
 	default:
 		out.Scanned, out.Returned, out.More = page.Plan.Scanned, page.Plan.Returned, !page.Continuation.IsZero()
 		if out.Returned > 0 {

@@ -212,6 +212,8 @@ func TestExplain(t *testing.T) {
 	_, busy := explain("orders", "PartitionKey eq 'hot'")
 	assert.Equal(t, "RowRange", busy.Plan)
 	assert.Contains(t, busy.RunError, "ServerBusy")
+	assert.Contains(t, busy.RunError, "tabula serve --limits", "the management API names the flag, not the Go option")
+	assert.NotContains(t, busy.RunError, "Options.")
 }
 
 func urlQueryEscape(s string) string {
