@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tabuladb/tabula"
 	"github.com/tabuladb/tabula/partition"
 	"github.com/tabuladb/tabula/server"
 )
@@ -60,6 +61,7 @@ func TestCommandLine(t *testing.T) {
 		{args: []string{"serve", "--log-format", "xml"}, code: 2, stderr: `--log-format "xml": want text or json`, stderrLine: 2},
 		{args: []string{"serve", "--max-connections", "-1"}, code: 2, stderr: "--max-connections -1", stderrLine: 2},
 		{args: []string{"serve", "--read-timeout", "-1s"}, code: 2, stderr: "--read-timeout -1s", stderrLine: 2},
+		{args: []string{"serve", "--table-delete-delay", "-1s"}, code: 2, stderr: "--table-delete-delay -1s", stderrLine: 2},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			var out, errs bytes.Buffer
@@ -133,13 +135,15 @@ func TestServeFlags(t *testing.T) {
 	t.Run("simulation", func(t *testing.T) {
 		cfg := parse(t, "--limits", "enforce", "--partition-rate", "10", "--account-rate", "100",
 			"--faults", "seed=7,busy=0.5,timeout=0.25,kinds=insert+query,continuation-every=3,offline-on-split,offline-for=2s",
-			"--forbid-full-scans", "--boundary-continuations")
+			"--forbid-full-scans", "--boundary-continuations", "--table-delete-delay", "40s")
 		assert.Equal(t, partition.Limits{Mode: partition.LimitEnforce, PartitionRate: 10, AccountRate: 100}, cfg.db.Limits)
 		assert.Equal(t, partition.Faults{Seed: 7, ServerBusy: 0.5, Timeout: 0.25,
 			Kinds:             partition.Kinds(partition.KindInsert, partition.KindQuery),
 			ContinuationEvery: 3, OfflineOnSplit: true, OfflineFor: 2 * time.Second}, cfg.db.Faults)
 		assert.True(t, cfg.db.ForbidFullScans)
 		assert.True(t, cfg.db.BoundaryContinuations)
+		assert.Equal(t, tabula.ServiceTableDeleteDelay, cfg.db.TableDeleteDelay)
+		assert.Zero(t, parse(t).db.TableDeleteDelay, "off by default")
 		assert.Equal(t, partition.LimitOff, parse(t, "--limits", "off").db.Limits.Mode)
 		assert.Equal(t, partition.WriteKinds|partition.ReadKinds, parse(t, "--faults", "kinds=writes+reads").db.Faults.Kinds)
 		assert.False(t, parse(t, "--faults", "offline-on-split=false").db.Faults.OfflineOnSplit)
@@ -173,7 +177,7 @@ func TestHelpListsEveryFlag(t *testing.T) {
 	for _, name := range []string{"addr", "tableHost", "tablePort", "data", "location", "in-memory", "inMemoryPersistence",
 		"sync-writes", "accounts", "cert", "key", "pwd", "self-signed", "oauth", "skipApiVersionCheck", "silent", "log-format",
 		"debug", "read-timeout", "write-timeout", "idle-timeout", "max-connections", "limits", "partition-rate",
-		"account-rate", "faults", "forbid-full-scans", "boundary-continuations", "disableProductStyleUrl", "loose",
+		"account-rate", "faults", "forbid-full-scans", "boundary-continuations", "table-delete-delay", "disableProductStyleUrl", "loose",
 		"disableTelemetry", "tableKeepAliveTimeout", "extentMemoryLimit"} {
 		line := regexp.MustCompile(`(?m)^  (-\w, )?--` + name + `( |$)`)
 		assert.Len(t, line.FindAllString(out.String(), -1), 1, name)

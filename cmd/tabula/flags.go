@@ -168,7 +168,11 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (*conf
 			cfg.db.Flavor, err = tabula.ParseFlavor(v)
 			return err
 		})
-	}, "limits", "partition-rate", "account-rate", "faults", "forbid-full-scans", "boundary-continuations", "flavor")
+		fs.DurationVar(&cfg.db.TableDeleteDelay, "table-delete-delay", 0, "keep a deleted table in the service's TableBeingDeleted state for `duration`\n"+
+			"(such as 40s, as the service takes at least that): a create of its name, or any\n"+
+			"operation on it, answers 409 TableBeingDeleted meanwhile; 0 frees the name at once,\n"+
+			"as the emulators do")
+	}, "limits", "partition-rate", "account-rate", "faults", "forbid-full-scans", "boundary-continuations", "table-delete-delay", "flavor")
 
 	fs.Usage = func() {} // the caller reports errors; help is printed below
 	if err := fs.Parse(args); err != nil {
@@ -263,7 +267,8 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (*conf
 	if cfg.http.MaxConnections < 0 {
 		return nil, fmt.Errorf("--max-connections %d: want 0 (no cap) or more", cfg.http.MaxConnections)
 	}
-	for name, d := range map[string]time.Duration{"read-timeout": cfg.http.ReadTimeout, "write-timeout": cfg.http.WriteTimeout, "idle-timeout": cfg.http.IdleTimeout} {
+	for name, d := range map[string]time.Duration{"read-timeout": cfg.http.ReadTimeout, "write-timeout": cfg.http.WriteTimeout, "idle-timeout": cfg.http.IdleTimeout,
+		"table-delete-delay": cfg.db.TableDeleteDelay} {
 		if d < 0 {
 			return nil, fmt.Errorf("--%s %v: want 0 (none) or more", name, d)
 		}
