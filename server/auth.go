@@ -278,8 +278,14 @@ func (s *Server) checkSAS(c *call, keys [][]byte) (*grant, *tabula.Error) {
 	st, se := q.Get("st"), q.Get("se")
 	var sts string
 	switch {
-	case q.Has("tn"):
-		g.table = q.Get("tn")
+	case q.Has("tn") || !q.Has("ss"):
+		// A table SAS names its table in tn; one without tn is for the table its request
+		// addresses, whose name its signature covers all the same (see pathTable).
+		if g.table = q.Get("tn"); !q.Has("tn") {
+			if g.table = c.pathTable(); g.table == "" {
+				return fail("neither a table SAS (tn, or a table's URL) nor an account SAS (ss)")
+			}
+		}
 		g.startPK, g.startRK, g.endPK, g.endRK = q.Get("spk"), q.Get("srk"), q.Get("epk"), q.Get("erk")
 		fields := []string{g.perms, q.Get("st"), q.Get("se"), "/table/" + c.account + "/" + strings.ToLower(g.table), q.Get("si")}
 		if sv >= "2015-04-05" {
@@ -294,8 +300,6 @@ func (s *Server) checkSAS(c *call, keys [][]byte) (*grant, *tabula.Error) {
 			fields = append(fields, q.Get("ses"))
 		}
 		sts = strings.Join(fields, "\n") + "\n"
-	default:
-		return fail("neither a table SAS (tn) nor an account SAS (ss)")
 	}
 	if !signedBy(keys, []byte(sts), want) {
 		return fail("the signature does not match")
@@ -337,6 +341,18 @@ func (s *Server) checkSAS(c *call, keys [][]byte) (*grant, *tabula.Error) {
 		return nil, withDetail(errAuthorizationSourceIPMismatch, "the client's address is outside sip "+sip)
 	}
 	return g, nil
+}
+
+// pathTable is the table a request's URL addresses ("" for none): what a table SAS without
+// tn is for. A stored-policy SAS signed by hand often leaves tn out, since the policy and the
+// URL say everything; the service accepts it, and so does Azurite, which reads a table SAS's
+// table from the URL alone (its TableSASAuthenticator).
+func (c *call) pathTable() string {
+	res, err := parseResource(c.rest)
+	if err != nil {
+		return ""
+	}
+	return res.table
 }
 
 // parseSASTime reads the ISO 8601 forms a SAS may use for st and se.

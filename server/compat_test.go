@@ -535,6 +535,38 @@ func TestGoldenTableACL(t *testing.T) {
 	wantError(t, insert(open), 403, "AuthenticationFailed")
 }
 
+// A stored-policy SAS signed by hand: only si (the policy gives permissions, start and
+// expiry), spr=https,http, sv=2020-10-02, the twelve-field Table string to sign, and no tn,
+// since the URL names the table. The service accepts it, and so does Azurite, which reads a
+// table SAS's table from the URL (its TableSASAuthenticator); Tabula read it from tn alone and
+// refused it. The signature covers the table's name all the same.
+func TestGoldenSASWithoutTableName(t *testing.T) {
+	h := newHarness(t, nil)
+	h.createTable("Acl")
+	h.createTable("Other")
+	h.insert("Acl", `{"PartitionKey":"p","RowKey":"r"}`)
+	h.insert("Other", `{"PartitionKey":"p","RowKey":"r"}`)
+	for _, table := range []string{"Acl", "Other"} {
+		mustStatus(t, h.do(request{method: "PUT", target: "/devstoreaccount1/" + table + "?comp=acl", header: map[string]string{"Content-Type": "application/xml"},
+			body: `<SignedIdentifiers><SignedIdentifier><Id>readers</Id><AccessPolicy><Start>2024-05-06T00:00:00Z</Start>` +
+				`<Expiry>2024-05-07T00:00:00Z</Expiry><Permission>r</Permission></AccessPolicy></SignedIdentifier></SignedIdentifiers>`}), 204)
+	}
+	sts := strings.Join([]string{"", "", "", "/table/devstoreaccount1/acl", "readers", "", "https,http", "2020-10-02", "", "", "", ""}, "\n")
+	sas := "si=readers&spr=https%2Chttp&sv=2020-10-02&sig=" + url.QueryEscape(hmacBase64(DevelopmentAccountKey, sts))
+	get := func(path string) *http.Response {
+		return h.do(request{method: "GET", target: "/devstoreaccount1/" + path + "?" + sas, unsigned: true})
+	}
+	golden(t, "sas_policy_without_tn", dump(t, get("Acl(PartitionKey='p',RowKey='r')")))
+	mustStatus(t, get("Acl()"), 200)
+	// It is for its own table only, and grants what the policy grants.
+	wantError(t, get("Other(PartitionKey='p',RowKey='r')"), 403, "AuthenticationFailed")
+	wantError(t, get("Tables"), 403, "AuthenticationFailed")
+	wantError(t, h.do(request{method: "POST", target: "/devstoreaccount1/Acl?" + sas, unsigned: true,
+		header: map[string]string{"Content-Type": "application/json"}, body: `{"PartitionKey":"p","RowKey":"new"}`}), 403, "AuthorizationPermissionMismatch")
+	// With tn it works as before.
+	mustStatus(t, h.do(request{method: "GET", target: "/devstoreaccount1/Acl(PartitionKey='p',RowKey='r')?tn=acl&" + sas, unsigned: true}), 200)
+}
+
 // policySAS builds a table SAS for the development account that names a stored access
 // policy, with the SAS's own permissions, start and expiry (each may be empty).
 func policySAS(table, id, perms, st, se string) string {

@@ -166,6 +166,8 @@ type call struct {
 	// primaryPath is, for a path-style request to the secondary, the path of the same
 	// request to the primary, which its signature may cover (see atSecondary).
 	primaryPath string
+	// rest is the escaped path after the account: the resource, parsed after authentication.
+	rest string
 }
 
 // put sets a response header as setHeader does (which, for a name already in Go's canonical
@@ -254,6 +256,7 @@ func (c *call) serve() error {
 	if c.secondary && !inHost {
 		rest = c.atSecondary(rest)
 	}
+	c.rest = rest
 	query, qerr := parseQuery(rawQuery)
 	if qerr != nil {
 		return invalidInput("", "the query string is malformed: "+qerr.Error())
