@@ -73,7 +73,9 @@ function errorCode(err) {
   try {
     return JSON.parse(err.message)["odata.error"].code;
   } catch {
-    return undefined;
+    // The XML operations (ACLs, service properties and stats) answer errors with the
+    // service's XML m:error document, which the SDK leaves in the message.
+    return /<m:code>(\w+)<\/m:code>/.exec(err.message)?.[1];
   }
 }
 
