@@ -23,8 +23,8 @@
 //
 // What it reproduces, from recordings of the real service where they exist:
 // the status codes, headers and odata.error bodies of every operation (the XML operations,
-// ACLs and service properties and stats, answer errors with the XML m:error document), the three metadata
-// levels with $format overriding Accept, the JSON form of each EDM type, continuation
+// ACLs and service properties and stats, answer with the XML m:error document), the three
+// metadata levels with $format overriding Accept, the JSON form of each EDM type, continuation
 // headers, Prefer, If-Match and X-HTTP-Method, the multipart layout of batch responses
 // (a failed change set is still 202, with one part carrying the failing operation's status
 // and an "<index>:" message), Shared Key, Shared Key Lite and SAS authentication, and the
@@ -34,6 +34,14 @@
 // exactly what was wrong with a refused request, in words the service's fixed messages do
 // not have, and EncodeEntity and DecodeEntity convert between tabula.Entity and the JSON
 // the SDKs exchange.
+//
+// Transient states on request (Tabula's own; off by default, as on the emulators): after
+// Delete Table the service answers 409 TableBeingDeleted to a create of the name, and to any
+// operation on the table, for at least 40 seconds (REST docs: "Delete Table"). With
+// tabula.Options.TableDeleteDelay, `tabula serve --table-delete-delay 40s` or the
+// management API (below) a Server does the same, on the DB's clock, so that a client's retry
+// code for it runs. An error a setting causes names, over the wire, the tabula serve flag and
+// the management API field that set it.
 //
 // Properties are written in name order, the order the engine stores them in; the service
 // returns them in the order they were written, and no client relies on either.
