@@ -151,7 +151,7 @@ func (c *call) changeSet(data []byte, boundary string) error {
 		if te.Index == firstBad {
 			e = badErr
 		}
-		c.changeSetFailure(ops, te.Index, e)
+		c.changeSetFailure(ops, te.Index, settingsOverWire(e))
 	case err != nil:
 		return err
 	default:

@@ -402,6 +402,9 @@ func TestGoldenSettingsOverWire(t *testing.T) {
 	h.createTable("Set")
 	mustStatus(t, post(h, "a"), 201)
 	golden(t, "server_busy_limits_503", noOption(t, post(h, "b")))
+	noOption(t, h.do(request{method: "POST", target: "/devstoreaccount1/$batch",
+		header: map[string]string{"Content-Type": "multipart/mixed; boundary=batch_B"},
+		body:   changeSetBody(insertOp("Set", `{"PartitionKey":"p","RowKey":"c"}`, true))}))
 	_, err = h.db.Table("Set").Insert(t.Context(), tabula.Entity{PartitionKey: "p", RowKey: "c"})
 	require.ErrorIs(t, err, tabula.ErrServerBusy)
 	assert.Contains(t, err.Error(), "Options.Limits")
@@ -418,6 +421,9 @@ func TestGoldenSettingsOverWire(t *testing.T) {
 	mustStatus(t, h.do(request{method: "DELETE", target: "/devstoreaccount1/Tables('Set')"}), 204)
 	golden(t, "table_being_deleted_409", noOption(t, h.do(request{method: "POST", target: "/devstoreaccount1/Tables",
 		header: map[string]string{"Content-Type": "application/json"}, body: `{"TableName":"Set"}`})))
+	golden(t, "batch_table_being_deleted", noOption(t, h.do(request{method: "POST", target: "/devstoreaccount1/$batch",
+		header: map[string]string{"Content-Type": "multipart/mixed; boundary=batch_B"},
+		body:   changeSetBody(insertOp("Set", `{"PartitionKey":"p","RowKey":"c"}`, true))})))
 	_, err = h.db.CreateTable(t.Context(), "Set")
 	require.ErrorIs(t, err, tabula.ErrTableBeingDeleted)
 	assert.Contains(t, err.Error(), "Options.TableDeleteDelay")
