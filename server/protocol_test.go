@@ -83,13 +83,15 @@ func TestEntityBodies(t *testing.T) {
 		`"odata.metadata":"x","Local@odata.type":"Edm.DateTime","Local":"2020-01-02T03:04:05"}`), 201)
 	got := mustStatus(t, h.do(request{method: "GET", target: "/devstoreaccount1/Bodies(PartitionKey='p',RowKey='ok')",
 		header: map[string]string{"Accept": "application/json;odata=fullmetadata"}}), 200)
-	for _, want := range []string{`"Big@odata.type":"Edm.Double","Big":9.223372036854776E+21`, `"I32@odata.type":"Edm.Int32","I32":12345`,
-		`"B@odata.type":"Edm.Boolean","B":false`, `"D@odata.type":"Edm.Double","D":2.5`, `"Inf":"Infinity"`, `"Local":"2020-01-02T03:04:05Z"`} {
+	// Full metadata annotates only what JSON cannot carry, as minimal does (see
+	// TestGoldenFullMetadata).
+	for _, want := range []string{`"Big":9.223372036854776E+21`, `"I32":12345`,
+		`"B":false`, `"D":2.5`, `"Inf@odata.type":"Edm.Double","Inf":"Infinity"`, `"Local@odata.type":"Edm.DateTime","Local":"2020-01-02T03:04:05Z"`} {
 		if !strings.Contains(got, want) {
 			t.Errorf("%s lacks %s", got, want)
 		}
 	}
-	for _, absent := range []string{"Gone", "Typed", "junk", `"odata.metadata":"x"`} {
+	for _, absent := range []string{"Gone", "Typed", "junk", `"odata.metadata":"x"`, `"Big@`, `"I32@`, `"B@`, `"D@`} {
 		if strings.Contains(got, absent) {
 			t.Errorf("%s has %s", got, absent)
 		}

@@ -324,7 +324,8 @@ func TestSDKMetadataLevels(t *testing.T) {
 		}{
 			{aztables.MetadataFormatNone, []string{`"Int64":"9223372036854775807"`}, []string{"odata.", "@odata.type"}},
 			{aztables.MetadataFormatMinimal, []string{`"odata.etag"`, `"Int64@odata.type":"Edm.Int64"`}, []string{`"Int32@odata.type"`, `"odata.id"`}},
-			{aztables.MetadataFormatFull, []string{`"odata.id"`, `"odata.editLink"`, `"Int32@odata.type":"Edm.Int32"`, `"Timestamp@odata.type":"Edm.DateTime"`}, nil},
+			{aztables.MetadataFormatFull, []string{`"odata.id"`, `"odata.editLink"`, `"Int64@odata.type":"Edm.Int64"`, `"Timestamp@odata.type":"Edm.DateTime"`},
+				[]string{`"Int32@odata.type"`, `"Bool@odata.type"`, `"Double@odata.type"`}},
 		} {
 			resp, err := c.GetEntity(ctx, "p", "r", &aztables.GetEntityOptions{Format: to.Ptr(tc.format)})
 			if err != nil {

@@ -145,12 +145,11 @@ func (w *Writer) wants(name string) bool {
 	return w.Selected == nil || slices.Contains(w.Selected, name)
 }
 
+// annotate is which property values the level annotates: full metadata no more than
+// minimal (see needsAnnotation); it adds the odata.* links and Timestamp's annotation.
 func (w *Writer) annotate() annotate {
-	switch w.Level {
-	case NoMetadata:
+	if w.Level == NoMetadata {
 		return annotateNone
-	case FullMetadata:
-		return annotateAll
 	}
 	return annotateNeeded
 }
