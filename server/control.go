@@ -49,6 +49,9 @@ type faultsJSON struct {
 	ContinuationEvery int      `json:"continuationEvery"`
 	OfflineOnSplit    bool     `json:"offlineOnSplit"`
 	OfflineFor        string   `json:"offlineFor"`
+	// TableDeleteDelay is tabula.Options.TableDeleteDelay, the whole server's: how long a
+	// deleted table stays in the TableBeingDeleted state ("0s": not at all).
+	TableDeleteDelay string `json:"tableDeleteDelay"`
 }
 
 // faultsChange is a PUT of the faults: the fields present change.
@@ -60,6 +63,7 @@ type faultsChange struct {
 	ContinuationEvery *int      `json:"continuationEvery"`
 	OfflineOnSplit    *bool     `json:"offlineOnSplit"`
 	OfflineFor        *string   `json:"offlineFor"`
+	TableDeleteDelay  *string   `json:"tableDeleteDelay"`
 }
 
 // queriesJSON is the query switches resource, ReservedPrefix+"api/queries".
@@ -114,12 +118,12 @@ func (s *Server) serveControl(w http.ResponseWriter, r *http.Request, who princi
 		if r.Method == http.MethodDelete {
 			s.controlMu.Lock()
 			k.SetFaults(partition.Faults{})
-			v := faultsView(k)
+			v := s.faultsView(k)
 			s.controlMu.Unlock()
 			writeControlJSON(w, http.StatusOK, v)
 			return
 		}
-		s.controlResource(w, r, func() any { return faultsView(k) }, func(b []byte) *controlError { return changeFaults(k, b) })
+		s.controlResource(w, r, func() any { return s.faultsView(k) }, func(b []byte) *controlError { return s.changeFaults(k, b) })
 	case "queries":
 		s.controlResource(w, r, func() any { return queriesView(k) }, func(b []byte) *controlError { return changeQueries(k, b) })
 	case "reset":
@@ -277,10 +281,11 @@ func kinds() []partition.Kind {
 	return ks
 }
 
-func faultsView(k knobs) any {
+func (s *Server) faultsView(k knobs) any {
 	f := k.Faults()
 	v := faultsJSON{Seed: f.Seed, ServerBusy: f.ServerBusy, Timeout: f.Timeout, Kinds: []string{},
-		ContinuationEvery: f.ContinuationEvery, OfflineOnSplit: f.OfflineOnSplit, OfflineFor: f.OfflineFor.String()}
+		ContinuationEvery: f.ContinuationEvery, OfflineOnSplit: f.OfflineOnSplit, OfflineFor: f.OfflineFor.String(),
+		TableDeleteDelay: s.db.TableDeleteDelay().String()}
 	set := f.Kinds
 	if set&partition.AllKinds == 0 {
 		set = partition.AllKinds
@@ -296,10 +301,24 @@ func faultsView(k knobs) any {
 	return v
 }
 
-func changeFaults(k knobs, body []byte) *controlError {
+// changeFaults applies a PUT of the faults. tableDeleteDelay is the whole server's, every
+// account's tables', so only the administrator, steering every account, may change it.
+func (s *Server) changeFaults(k knobs, body []byte) *controlError {
 	var c faultsChange
 	if err := decodeControl(body, &c); err != nil {
 		return err
+	}
+	var deleteDelay time.Duration
+	if c.TableDeleteDelay != nil {
+		d, err := time.ParseDuration(*c.TableDeleteDelay)
+		if err != nil || d < 0 {
+			return badField("tableDeleteDelay", "must be a duration such as \"40s\", or \"0s\" for none; not %q", *c.TableDeleteDelay)
+		}
+		if k != knobs(s.db) {
+			return &controlError{status: http.StatusForbidden, field: "tableDeleteDelay", message: "tableDeleteDelay: is the whole " +
+				"server's, every account's tables'; sign in as " + AdminUser + " with the admin key, without ?account=, to change it"}
+		}
+		deleteDelay = d
 	}
 	f := k.Faults()
 	if c.Seed != nil {
@@ -358,6 +377,9 @@ func changeFaults(k knobs, body []byte) *controlError {
 		f.OfflineFor = d
 	}
 	k.SetFaults(f)
+	if c.TableDeleteDelay != nil {
+		s.db.SetTableDeleteDelay(deleteDelay)
+	}
 	return nil
 }
 

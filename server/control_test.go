@@ -59,6 +59,8 @@ func TestControlValidation(t *testing.T) {
 		{"kinds not an array", "PUT", "faults", `{"kinds":"insert"}`, 400, "kinds", "must be an array"},
 		{"negative continuation", "PUT", "faults", `{"continuationEvery":-1}`, 400, "continuationEvery", "not -1"},
 		{"offline for no duration", "PUT", "faults", `{"offlineFor":"soon"}`, 400, "offlineFor", `not "soon"`},
+		{"negative table delete delay", "PUT", "faults", `{"tableDeleteDelay":"-1s"}`, 400, "tableDeleteDelay", `not "-1s"`},
+		{"table delete delay by an account", "PUT", "faults", `{"tableDeleteDelay":"40s"}`, 403, "tableDeleteDelay", "sign in as _tabula"},
 		{"negative seed", "PUT", "faults", `{"seed":-1}`, 400, "seed", "must be a non-negative integer"},
 		{"switch not a bool", "PUT", "queries", `{"forbidFullScans":"yes"}`, 400, "forbidFullScans", "must be true or false"},
 		{"too large", "PUT", "queries", `{"forbidFullScans":true` + strings.Repeat(" ", maxControlBody) + `}`, 413, "", "exceeds"},
@@ -116,13 +118,13 @@ func TestControlFaults(t *testing.T) {
 	require.Equal(t, 200, w.Code)
 	assert.JSONEq(t, `{"seed":0,"serverBusy":0,"timeout":0,"kinds":["get","query","insert","replace","merge","insert-or-replace",
 		"insert-or-merge","delete","batch","create-table","delete-table","query-tables"],"continuationEvery":0,
-		"offlineOnSplit":false,"offlineFor":"3s"}`, w.Body.String())
+		"offlineOnSplit":false,"offlineFor":"3s","tableDeleteDelay":"0s"}`, w.Body.String())
 
 	w = h.manage("PUT", "faults", `{"seed":18446744073709551615,"serverBusy":0.25,"timeout":0.5,"kinds":["Insert","batch"],
 		"continuationEvery":7,"offlineOnSplit":true,"offlineFor":"1.5s"}`)
 	require.Equal(t, 200, w.Code, w.Body.String())
 	assert.JSONEq(t, `{"seed":18446744073709551615,"serverBusy":0.25,"timeout":0.5,"kinds":["insert","batch"],"continuationEvery":7,
-		"offlineOnSplit":true,"offlineFor":"1.5s"}`, w.Body.String())
+		"offlineOnSplit":true,"offlineFor":"1.5s","tableDeleteDelay":"0s"}`, w.Body.String())
 	assert.Equal(t, partition.Faults{Seed: 1<<64 - 1, ServerBusy: 0.25, Timeout: 0.5, Kinds: partition.Kinds(partition.KindInsert, partition.KindBatch),
 		ContinuationEvery: 7, OfflineOnSplit: true, OfflineFor: 1500 * time.Millisecond}, h.db.Namespace("").Faults())
 
@@ -136,6 +138,37 @@ func TestControlFaults(t *testing.T) {
 	w = h.manage("DELETE", "faults", "")
 	require.Equal(t, 200, w.Code, w.Body.String())
 	assert.Equal(t, partition.Faults{}, h.db.Namespace("").Faults(), "DELETE turns fault injection off")
+}
+
+// tableDeleteDelay, the whole server's, is the administrator's to set; every account reads
+// it, and a deleted table then answers 409 TableBeingDeleted until it has passed.
+func TestControlTableDeleteDelay(t *testing.T) {
+	h := newHarness(t, nil)
+	admin := func(method, body string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(method, ReservedPrefix+"api/faults", strings.NewReader(body))
+		r.SetBasicAuth(AdminUser, h.s.AdminKey())
+		w := httptest.NewRecorder()
+		h.s.ServeHTTP(w, r)
+		return w
+	}
+	w := admin("PUT", `{"tableDeleteDelay":"40s","seed":3}`)
+	require.Equal(t, 200, w.Code, w.Body.String())
+	assert.Contains(t, w.Body.String(), `"tableDeleteDelay":"40s"`)
+	assert.Equal(t, tabula.ServiceTableDeleteDelay, h.db.TableDeleteDelay())
+	assert.Contains(t, h.manage("GET", "faults", "").Body.String(), `"tableDeleteDelay":"40s"`, "an account reads it")
+	// Refused whole: a faults change that names it, by an account, changes nothing.
+	require.Equal(t, 403, h.manage("PUT", "faults", `{"tableDeleteDelay":"0s","seed":9}`).Code)
+	assert.Equal(t, uint64(0), h.db.Namespace("").Faults().Seed)
+
+	h.createTable("Gone")
+	mustStatus(t, h.do(request{method: "DELETE", target: "/devstoreaccount1/Tables('Gone')"}), 204)
+	createGone := request{method: "POST", target: "/devstoreaccount1/Tables", header: map[string]string{"Content-Type": "application/json"}, body: `{"TableName":"Gone"}`}
+	wantError(t, h.do(createGone), 409, "TableBeingDeleted")
+
+	w = admin("PUT", `{"tableDeleteDelay":"0s"}`)
+	require.Equal(t, 200, w.Code, w.Body.String())
+	assert.Zero(t, h.db.TableDeleteDelay())
+	mustStatus(t, h.do(createGone), 201)
 }
 
 // The faults set through the API reach the protocol: every insert fails with ServerBusy.

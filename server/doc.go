@@ -70,8 +70,9 @@
 //	GET|PUT /_tabula/api/limits   {"mode":"observe","partitionRate":2000,"partitionBurst":2000,
 //	                               "accountRate":20000,"accountBurst":20000}
 //	GET|PUT /_tabula/api/faults   {"seed":0,"serverBusy":0,"timeout":0,"kinds":["get",…],
-//	                               "continuationEvery":0,"offlineOnSplit":false,"offlineFor":"3s"}
-//	DELETE  /_tabula/api/faults   turn fault injection off
+//	                               "continuationEvery":0,"offlineOnSplit":false,"offlineFor":"3s",
+//	                               "tableDeleteDelay":"0s"}
+//	DELETE  /_tabula/api/faults   turn fault injection off (tableDeleteDelay stays)
 //	GET|PUT /_tabula/api/queries  {"forbidFullScans":false,"boundaryContinuations":false}
 //	POST    /_tabula/api/reset    zero the heat report's traffic counters (204)
 //	GET     /_tabula/api/report   the heat report (?format=svg: as an SVG heat map)
@@ -89,6 +90,9 @@
 // listed (get, query, insert, replace, merge, insert-or-replace, insert-or-merge, delete,
 // batch, create-table, delete-table, query-tables; an empty list means all); continuationEvery
 // ends a query page after that many scanned entities (0: never); offlineFor is a Go duration.
+// tableDeleteDelay (tabula.Options.TableDeleteDelay, a Go duration, "40s" as on the service)
+// keeps deleted tables in the TableBeingDeleted state; it is the whole server's, so every
+// account reads it and only the administrator (without ?account=) changes it (403 otherwise).
 // A PUT of the faults restarts their draws, so the same seed and the same requests give the
 // same faults. A refused change answers 400 with {"error": "<field>: what is wrong", "field":
 // "<field>"} and changes nothing.
