@@ -395,20 +395,21 @@ func (e ETag) ticks() (int64, error) {
 
 // check reports whether e is usable as an If-Match condition.
 //
-// Any well-formed entity tag (W/"…" or "…", RFC 7232) is usable: one that Tabula did not
-// make, such as W/"wrong", matches no version, so the write fails with
-// UpdateConditionNotSatisfied, as on the service. Only a value that is not an entity tag at
-// all is InvalidInput.
+// As on the service, * and any weak entity tag (W/"…", the W in either case) are usable: one
+// that Tabula did not make, such as W/"wrong", matches no version, so the write fails with
+// UpdateConditionNotSatisfied. A strong tag ("…"), or a value that is not an entity tag at
+// all, is InvalidInput.
 func (e ETag) check() error {
-	if e == "" || e == AnyETag || e.IsEntityTag() {
+	if _, ok := wire.IfMatch(string(e)); ok || e == "" {
 		return nil
 	}
-	return ErrInvalidInput.WithDetail("etag %q is neither * nor an entity tag such as W/\"datetime'…'\"", string(e))
+	return ErrInvalidInput.WithDetail("etag %q is neither * nor a weak entity tag such as W/\"datetime'…'\"", string(e))
 }
 
 // IsEntityTag reports whether e is an entity-tag of RFC 7232: an optional W/, then a quoted
-// string of visible characters other than '"'. It is the form If-Match takes besides *: a
-// well-formed tag that is not the current one fails a write with 412, anything else is a 400.
+// string of visible characters other than '"'. If-Match takes the weak form only (W/"…", see
+// Table.Update): a weak tag that is not the current one fails a write with 412, a strong one
+// or anything else is a 400.
 func (e ETag) IsEntityTag() bool { return wire.IsEntityTag(string(e)) }
 
 // matches reports whether the If-Match condition e, which passed check, accepts the version
@@ -417,6 +418,7 @@ func (e ETag) matches(ticks int64) bool {
 	if e == "" || e == AnyETag {
 		return true
 	}
-	t, err := e.ticks()
+	weak, _ := wire.IfMatch(string(e))
+	t, err := ETag(weak).ticks()
 	return err == nil && t == ticks
 }

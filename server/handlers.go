@@ -464,21 +464,14 @@ func conditions(h headerReader, verb string) (tabula.ETag, *tabula.Error) {
 	return etag, nil
 }
 
-// parseETag reads If-Match as the service does: * or a weak entity tag, W/"…", whose W may
-// be either case. A weak tag that is not the entity's current one, such as W/"wrong" or
-// w/"wrong", fails the write with 412 UpdateConditionNotSatisfied; a strong tag ("…") or
-// anything else is 400 InvalidInput. (Azure's answers as reported in Azure/Azurite#1229, and
-// the tests of each form that Azurite's fix, Azure/Azurite#1231, added.) The tag is handed
-// on with the W upper-case, so w/ and W/ forms of the current ETag both match it.
+// parseETag reads If-Match as the service does (wire.IfMatch): * or a weak entity tag;
+// a strong tag or anything else is 400 InvalidInput.
 func parseETag(v string) (tabula.ETag, *tabula.Error) {
-	v = strings.TrimSpace(v)
-	if v == "*" {
-		return tabula.AnyETag, nil
-	}
-	if len(v) < 3 || v[0] != 'W' && v[0] != 'w' || v[1] != '/' || v[2] != '"' || !tabula.ETag(v[2:]).IsEntityTag() {
+	etag, ok := wire.IfMatch(strings.TrimSpace(v))
+	if !ok {
 		return "", invalidInput(fmt.Sprintf(msgETagNotValid, v), "If-Match must be * or a weak entity tag such as W/\"datetime'…'\"")
 	}
-	return tabula.ETag("W" + v[1:]), nil
+	return tabula.ETag(etag), nil
 }
 
 // preference returns return-no-content or return-content when the Prefer header asks for

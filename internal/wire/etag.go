@@ -52,6 +52,21 @@ func ETagTicks(etag string) (ticks int64, wellFormed, ok bool) {
 	return odata.TicksFromTime(t), true, true
 }
 
+// IfMatch reads an If-Match condition as the service does: * or a weak entity tag, W/"…",
+// whose W may be either case, returned with the W upper-case so that the w/ and W/ forms of
+// an ETag compare equal. A strong tag ("…") or anything else is not a condition the service
+// takes: it answers 400, where a weak tag that is not current gets 412 (Azure's answers as
+// reported in Azure/Azurite#1229, and the tests of each form Azure/Azurite#1231 added).
+func IfMatch(v string) (string, bool) {
+	if v == "*" {
+		return v, true
+	}
+	if len(v) < 3 || v[0] != 'W' && v[0] != 'w' || v[1] != '/' || v[2] != '"' || !IsEntityTag(v[2:]) {
+		return "", false
+	}
+	return "W" + v[1:], true
+}
+
 // IsEntityTag reports whether s is an entity-tag of RFC 7232: an optional W/, then a quoted
 // string of visible characters other than '"'. It is the form If-Match takes besides *.
 func IsEntityTag(s string) bool {
