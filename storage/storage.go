@@ -80,6 +80,11 @@ func Open(o Options) (*DB, error) {
 	bo = bo.WithValueThreshold(valueThreshold)
 	sp := newSpace(o)
 	readOnly := sp.openReadOnly()
+	if !readOnly {
+		if err := removeEmptyLogs(o.Dir); err != nil {
+			return nil, fmt.Errorf("storage: open %q: %w", o.Dir, err)
+		}
+	}
 	bdb, err := badger.Open(bo.WithReadOnly(readOnly))
 	if err != nil {
 		if readOnly {
