@@ -447,6 +447,7 @@ func (f *file) Write(ctx context.Context, data []byte, off int64) (uint32, sysca
 	}
 	n, err := unix.Pwrite(f.fd, data, off)
 	f.m.stats.Written += int64(max(n, 0))
+	f.m.inode(f.ino).unsynced += int64(max(n, 0))
 	return uint32(max(n, 0)), fs.ToErrno(err)
 }
 

@@ -26,8 +26,8 @@ type inode struct {
 	// saved holds, for every block changed since the last fsync, its content at that
 	// fsync, cut at durableSize; blocks past durableSize need nothing.
 	saved map[int64][]byte
-	// savedBytes is what saved holds.
-	savedBytes int64
+	// savedBytes is what saved holds; unsynced counts the bytes written since the fsync.
+	savedBytes, unsynced int64
 }
 
 // model is the durable state of the backing directory, as a disk that has seen only the
@@ -58,8 +58,8 @@ type Stats struct {
 	Syncs int
 	// Written is the bytes written through the mount.
 	Written int64
-	// Dropped is, after a cut, the bytes of unsynced writes and the namespace changes
-	// (creates, renames, unlinks) the cut undid.
+	// DroppedBytes and DroppedNames are, after a cut, the bytes of unsynced writes and the
+	// unsynced changes to names (creates, renames, unlinks) the cut undid.
 	DroppedBytes int64
 	DroppedNames int
 }
@@ -153,7 +153,7 @@ func (m *model) save(ino uint64, fd int, off, end int64, holes bool) error {
 // synced records an fsync of file ino, whose size is now size.
 func (m *model) synced(ino uint64, size int64) {
 	in := m.inode(ino)
-	in.durableSize, in.saved, in.savedBytes = size, nil, 0
+	in.durableSize, in.saved, in.savedBytes, in.unsynced = size, nil, 0, 0
 	m.stats.Syncs++
 	if !m.strict {
 		m.syncNames("")
@@ -309,13 +309,7 @@ func (m *model) restoreContent(ino uint64, in *inode) error {
 		return err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	if st.Size() > in.durableSize {
-		m.stats.DroppedBytes += st.Size() - in.durableSize
-	}
+	m.stats.DroppedBytes += in.unsynced
 	if err := f.Truncate(in.durableSize); err != nil {
 		return err
 	}
@@ -323,9 +317,8 @@ func (m *model) restoreContent(ino uint64, in *inode) error {
 		if _, err := f.WriteAt(buf, b*blockSize); err != nil {
 			return err
 		}
-		m.stats.DroppedBytes += int64(len(buf))
 	}
-	in.saved, in.savedBytes = nil, 0
+	in.saved, in.savedBytes, in.unsynced = nil, 0, 0
 	return nil
 }
 
