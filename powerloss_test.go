@@ -3,6 +3,7 @@ package tabula_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -44,9 +45,42 @@ import (
 
 const (
 	powerChildEnv  = "TABULA_POWER_CHILD"
-	powerPace      = 5 * time.Millisecond
-	powerPacedTxns = 400
+	powerPace      = 4 * time.Millisecond
+	powerPacedTxns = 300
 )
+
+// powerActions is transaction seq: crashActions, and every fourth one with an entity too
+// large for the store's LSM tree, whose value goes to its value log.
+func powerActions(seq int) []tabula.Action {
+	actions := crashActions(seq)
+	if seq%4 == 0 {
+		props := actions[0].Entity.Properties
+		for i := range 3 {
+			props[fmt.Sprintf("Big%d", i)] = tabula.String(strings.Repeat(strconv.Itoa(i), 30000))
+		}
+	}
+	return actions
+}
+
+// powerSDKActions is powerActions for the Go SDK.
+func powerSDKActions(t *testing.T, seq int) []aztables.TransactionAction {
+	var actions []aztables.TransactionAction
+	for _, a := range powerActions(seq) {
+		props := map[string]any{"Seq": aztables.EDMInt64(seq)}
+		for k, v := range a.Entity.Properties {
+			if s, ok := v.(tabula.String); ok {
+				props[k] = string(s)
+			}
+		}
+		b, err := json.Marshal(aztables.EDMEntity{
+			Entity: aztables.Entity{PartitionKey: a.Entity.PartitionKey, RowKey: a.Entity.RowKey}, Properties: props})
+		if err != nil {
+			t.Errorf("encoding transaction %d: %v", seq, err) // from the writer's goroutine: no FailNow
+		}
+		actions = append(actions, aztables.TransactionAction{ActionType: aztables.TransactionTypeAdd, Entity: b})
+	}
+	return actions
+}
 
 // powerRun is how many acknowledgements a cut comes after, and how fast they come.
 func powerRun(rng *rand.Rand, sync bool) (n int, pace time.Duration) {
@@ -244,7 +278,7 @@ func TestPowerLossEngine(t *testing.T) {
 				next = figures.verify(t, d, acked, sync)
 				d.mount(t)
 			}
-			t.Logf("engine, SyncWrites=%v: %s; lazyfs dropped %d bytes and %d names",
+			t.Logf("engine, SyncWrites=%v: %s; lazyfs undid %d bytes of unsynced writes and %d names",
 				sync, &figures, d.droppedBytes, d.droppedNames)
 		})
 	}
@@ -269,7 +303,7 @@ func TestPowerLossChild(t *testing.T) {
 	}
 	tbl := db.Table(crashTable)
 	for ; ; seq++ {
-		if _, err := tbl.SubmitTransaction(ctx, crashActions(seq)); err != nil {
+		if _, err := tbl.SubmitTransaction(ctx, powerActions(seq)); err != nil {
 			t.Fatal(err)
 		}
 		fmt.Fprintf(os.Stdout, "ack %d\n", seq)
@@ -316,7 +350,7 @@ func TestPowerLossServe(t *testing.T) {
 				go func(seq int) {
 					defer close(acks)
 					for ; ; seq++ {
-						if _, err := client.SubmitTransaction(context.Background(), sdkActions(t, seq), nil); err != nil {
+						if _, err := client.SubmitTransaction(context.Background(), powerSDKActions(t, seq), nil); err != nil {
 							return // the server is gone
 						}
 						acks <- ack{seq, time.Now()}
@@ -331,7 +365,7 @@ func TestPowerLossServe(t *testing.T) {
 				next = figures.verify(t, d, acked, sync)
 				d.mount(t)
 			}
-			t.Logf("tabula serve, sync-writes=%v: %s; lazyfs dropped %d bytes and %d names",
+			t.Logf("tabula serve, sync-writes=%v: %s; lazyfs undid %d bytes of unsynced writes and %d names",
 				sync, &figures, d.droppedBytes, d.droppedNames)
 		})
 	}

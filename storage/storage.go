@@ -21,6 +21,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 )
@@ -33,7 +35,9 @@ type Options struct {
 	// opening one costs a few hundred bytes, and it holds values and transactions of any
 	// size. Nothing survives Close.
 	InMemory bool
-	// SyncWrites makes every commit wait for an fsync of the value log.
+	// SyncWrites makes every commit wait for an fsync of the value log. Without it, the
+	// store syncs its logs every SyncInterval in the background, which bounds what a power
+	// cut loses to about that much of the last writes.
 	SyncWrites bool
 	// FreeSpace reports the bytes free on Dir's disk; nil asks the file system (see
 	// space.go). Reserve is the free space below which writes are refused; 0 means
@@ -41,6 +45,13 @@ type Options struct {
 	FreeSpace func() (uint64, error)
 	Reserve   uint64
 }
+
+// SyncInterval is how often a store without SyncWrites syncs its logs. The operating
+// system's own writeback would reach the disk too, but only after half a minute (Linux's
+// defaults), and a file system may keep unsynced writes longer: the power-loss test
+// (powerloss_test.go in the root package) saw every write since the store opened lost
+// without this.
+const SyncInterval = time.Second
 
 // valueThreshold is the value size from which Badger keeps a value in its value log, with only
 // a pointer in the LSM tree. Badger refuses a transaction whose LSM entries exceed 15% of a
@@ -66,6 +77,10 @@ type DB struct {
 	bdb   *badger.DB
 	mem   *memDB // the in-memory engine, instead of bdb
 	space *space // free-space watch of the Badger directory
+
+	// stopSyncs ends the background syncs (see SyncInterval), syncs waits for them.
+	stopSyncs chan struct{}
+	syncs     sync.WaitGroup
 }
 
 // Open opens (creating if needed) the store described by o.
@@ -92,7 +107,28 @@ func Open(o Options) (*DB, error) {
 		}
 		return nil, fmt.Errorf("storage: open %q: %w", o.Dir, err)
 	}
-	return &DB{bdb: bdb, space: sp}, nil
+	d := &DB{bdb: bdb, space: sp}
+	if !o.SyncWrites && !readOnly {
+		d.stopSyncs = make(chan struct{})
+		d.syncs.Go(d.syncEvery)
+	}
+	return d, nil
+}
+
+// syncEvery syncs the store's logs every SyncInterval until Close.
+func (d *DB) syncEvery() {
+	tick := time.NewTicker(SyncInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-d.stopSyncs:
+			return
+		case <-tick.C:
+			// A failed sync leaves the writes where they were, in the file cache; the next
+			// tick, or Close, tries again.
+			_ = d.bdb.Sync()
+		}
+	}
 }
 
 // Close flushes and closes the store.
@@ -100,6 +136,10 @@ func (d *DB) Close() error {
 	if d.mem != nil {
 		d.mem.close()
 		return nil
+	}
+	if d.stopSyncs != nil {
+		close(d.stopSyncs)
+		d.syncs.Wait()
 	}
 	if err := d.bdb.Close(); err != nil {
 		return fmt.Errorf("storage: close: %w", err)
