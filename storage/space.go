@@ -108,6 +108,16 @@ func (s *space) full() error {
 	return &diskFullError{Dir: s.dir, Free: free, Reserve: s.reserve}
 }
 
+// Full returns a DiskFullError when the store's disk has less free space than the reserve, or
+// the store is open read-only for lack of it and still lacks it; nil otherwise (the next
+// write then makes a read-only store writable), and for a store in memory.
+func (d *DB) Full() error {
+	if d.mem != nil || d.space.readOnly.Load() != nil && d.space.spaceAgain() {
+		return nil
+	}
+	return d.space.full()
+}
+
 // openReadOnly reports, before Badger opens the directory, whether it must open read-only
 // because the disk is already full; from then on every write is refused.
 func (s *space) openReadOnly() bool {
