@@ -35,9 +35,9 @@ import (
 // write acknowledged before the cut. Without SyncWrites losses are expected and measured:
 // the window is how long before the cut the oldest lost acknowledgement came.
 //
-// Without SyncWrites the writer paces itself (a transaction every powerPace, up to
-// powerPacedTxns before the cut) so that the window can be measured across the store's
-// background syncs; with it, it writes flat out.
+// Without SyncWrites the engine's writer paces itself (a transaction every powerPace, up to
+// powerPacedTxns before the cut), so that the window is measured across the store's
+// background syncs (storage.SyncInterval); otherwise writers write flat out.
 //
 // Each mode runs powerCuts cuts (3 by default, 1 with -short); CI sets TABULA_POWER_CUTS=20.
 // The test needs FUSE (/dev/fuse, and fusermount3 when not root): without it, it skips,
@@ -45,8 +45,8 @@ import (
 
 const (
 	powerChildEnv  = "TABULA_POWER_CHILD"
-	powerPace      = 4 * time.Millisecond
-	powerPacedTxns = 300
+	powerPace      = 5 * time.Millisecond
+	powerPacedTxns = 200
 )
 
 // powerActions is transaction seq: crashActions, and every fourth one with an entity too
@@ -82,9 +82,10 @@ func powerSDKActions(t *testing.T, seq int) []aztables.TransactionAction {
 	return actions
 }
 
-// powerRun is how many acknowledgements a cut comes after, and how fast they come.
-func powerRun(rng *rand.Rand, sync bool) (n int, pace time.Duration) {
-	if sync {
+// powerRun is how many acknowledgements a cut comes after, and how fast they come: paced
+// when the loss window is to be measured (see powerPace), else flat out.
+func powerRun(rng *rand.Rand, paced bool) (n int, pace time.Duration) {
+	if !paced {
 		return 1 + rng.IntN(60), 0
 	}
 	return 1 + rng.IntN(powerPacedTxns), powerPace
@@ -260,7 +261,7 @@ func TestPowerLossEngine(t *testing.T) {
 			var figures powerFigures
 			next := 0
 			for range powerCuts(t) {
-				n, pace := powerRun(rng, sync)
+				n, pace := powerRun(rng, !sync)
 				cmd := exec.Command(os.Args[0], "-test.run=^TestPowerLossChild$")
 				cmd.Env = append(os.Environ(), powerChildEnv+"="+d.mnt, "TABULA_POWER_FROM="+strconv.Itoa(next),
 					"TABULA_POWER_SYNC="+strconv.FormatBool(sync), "TABULA_POWER_PACE="+pace.String())
@@ -326,7 +327,7 @@ func TestPowerLossServe(t *testing.T) {
 			var figures powerFigures
 			next := 0
 			for range powerCuts(t) {
-				n, pace := powerRun(rng, sync)
+				n, pace := powerRun(rng, false)
 				args := []string{"serve", "--addr", "127.0.0.1:0", "--data", d.mnt}
 				if sync {
 					args = append(args, "--sync-writes")
