@@ -13,7 +13,7 @@ type Options struct {
 	//
 	// Off (the default), a write is acknowledged once it is in the operating system's file
 	// cache: a process crash loses nothing acknowledged, but a power loss or kernel crash can
-	// lose the last writes acknowledged before it (typically the last few seconds). What
+	// lose the last writes acknowledged before it (about the last second: the store syncs its logs every second). What
 	// survives is always whole transactions, never part of one. On, nothing acknowledged is
 	// lost even on power loss, at the price of an fsync per write (milliseconds on most
 	// disks). The choice does not matter for OpenInMemory.

@@ -196,7 +196,7 @@ func TestHelpListsEveryFlag(t *testing.T) {
 	for long, short := range shortNames {
 		assert.Regexp(t, `(?m)^  -`+short+`, --`+long+`( |$)`, out.String())
 	}
-	assert.Contains(t, out.String(), "a power loss or kernel crash can lose the last few seconds")
+	assert.Contains(t, out.String(), "a power loss or kernel crash can lose the last second")
 }
 
 // Listening beyond loopback with the published key, or with unverified tokens, is warned
@@ -292,7 +292,7 @@ func TestServeBanner(t *testing.T) {
 	r.shutdown(t)
 
 	r = start(t, "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--silent")
-	assert.Contains(t, r.out.String(), "a power loss can lose the last seconds of acknowledged writes")
+	assert.Contains(t, r.out.String(), "a power loss can lose the last second of acknowledged writes")
 	r.shutdown(t)
 }
 

@@ -191,7 +191,7 @@ func durability(cfg *config) string {
 	case cfg.db.SyncWrites:
 		return " (--sync-writes: every acknowledged write is on disk)"
 	default:
-		return " (a power loss can lose the last seconds of acknowledged writes; --sync-writes waits for the disk)"
+		return " (a power loss can lose the last second of acknowledged writes; --sync-writes waits for the disk)"
 	}
 }
 
