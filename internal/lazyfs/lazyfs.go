@@ -51,19 +51,23 @@ type FS struct {
 	mountpoint string
 }
 
-// Available reports why FUSE cannot be mounted here, or nil: /dev/fuse must open, and a
-// process that is not root needs fusermount3 (Debian's fuse3).
+// Available reports why FUSE cannot be mounted here, or nil: root mounts through
+// /dev/fuse, which must open; any other user through fusermount3 (Debian's fuse3), which
+// opens it as root.
 func Available() error {
-	f, err := os.OpenFile("/dev/fuse", os.O_RDWR, 0)
-	if err != nil {
+	if os.Geteuid() == 0 {
+		f, err := os.OpenFile("/dev/fuse", os.O_RDWR, 0)
+		if err != nil {
+			return fmt.Errorf("lazyfs: FUSE is not available: %w", err)
+		}
+		return f.Close()
+	}
+	if _, err := os.Stat("/dev/fuse"); err != nil {
 		return fmt.Errorf("lazyfs: FUSE is not available: %w", err)
 	}
-	f.Close()
-	if os.Geteuid() != 0 {
-		if _, err := exec.LookPath("fusermount3"); err != nil {
-			if _, err2 := exec.LookPath("fusermount"); err2 != nil {
-				return fmt.Errorf("lazyfs: FUSE is not available: %w", err)
-			}
+	if _, err := exec.LookPath("fusermount3"); err != nil {
+		if _, err2 := exec.LookPath("fusermount"); err2 != nil {
+			return fmt.Errorf("lazyfs: FUSE is not available: %w", err)
 		}
 	}
 	return nil
