@@ -37,7 +37,7 @@ import (
 //
 // Without SyncWrites the engine's writer paces itself (a transaction every powerPace, up to
 // powerPacedTxns before the cut), so that the window is measured across the store's
-// background syncs (storage.SyncInterval); otherwise writers write flat out.
+// background syncs (every second); otherwise writers write flat out.
 //
 // Each mode runs powerCuts cuts (3 by default, 1 with -short); CI sets TABULA_POWER_CUTS=20.
 // The test needs FUSE (/dev/fuse, and fusermount3 when not root): without it, it skips,

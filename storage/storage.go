@@ -5,7 +5,8 @@
 //
 //   - Open and Options, and a DB's read and read-write transactions (View, Update), which
 //     hide conflict retries, with Txn's point reads and writes and Iterator's streaming
-//     range scans; DeleteRange for dropped tables;
+//     range scans; DeleteRange for dropped tables; Full, whether the disk is below the
+//     reserve (space.go), and Options.OnFull, told of the first write refused for it;
 //   - the key codec (AppendPart and friends, codec.go), whose byte order is the service's
 //     UTF-16 code-unit order (see internal/keyorder);
 //   - the errors the root package maps to the service's: ErrDiskFull, ErrContention,
@@ -41,7 +42,7 @@ type Options struct {
 	// size. Nothing survives Close.
 	InMemory bool
 	// SyncWrites makes every commit wait for an fsync of the value log. Without it, the
-	// store syncs its logs every SyncInterval in the background, which bounds what a power
+	// store syncs its logs every syncInterval in the background, which bounds what a power
 	// cut loses to about that much of the last writes.
 	SyncWrites bool
 	// FreeSpace reports the bytes free on Dir's disk; nil asks the file system (see
@@ -54,12 +55,12 @@ type Options struct {
 	OnFull func(error)
 }
 
-// SyncInterval is how often a store without SyncWrites syncs its logs. The operating
+// syncInterval is how often a store without SyncWrites syncs its logs. The operating
 // system's own writeback would reach the disk too, but only after half a minute (Linux's
 // defaults), and a file system may keep unsynced writes longer: the power-loss test
 // (powerloss_test.go in the root package) saw every write since the store opened lost
 // without this.
-const SyncInterval = time.Second
+const syncInterval = time.Second
 
 // valueThreshold is the value size from which Badger keeps a value in its value log, with only
 // a pointer in the LSM tree. Badger refuses a transaction whose LSM entries exceed 15% of a
@@ -91,7 +92,7 @@ type DB struct {
 	space *space // free-space watch of the Badger directory
 	sync  bool   // SyncWrites
 
-	// stopSyncs ends the background syncs (see SyncInterval), syncs waits for them.
+	// stopSyncs ends the background syncs (see syncInterval), syncs waits for them.
 	stopSyncs chan struct{}
 	syncs     sync.WaitGroup
 }
@@ -198,9 +199,9 @@ func (d *DB) reopenWritable() bool {
 	return true
 }
 
-// syncEvery syncs the store's logs every SyncInterval until Close.
+// syncEvery syncs the store's logs every syncInterval until Close.
 func (d *DB) syncEvery() {
-	tick := time.NewTicker(SyncInterval)
+	tick := time.NewTicker(syncInterval)
 	defer tick.Stop()
 	for {
 		select {
