@@ -105,13 +105,12 @@ func powerCuts(t *testing.T) int {
 
 // powerDisk is a directory on lazyfs: mnt, passing through to backing.
 type powerDisk struct {
-	fs            *lazyfs.FS
-	backing, mnt  string
-	cutAt         time.Time
-	cuts          int
-	droppedBytes  int64
-	droppedNames  int
-	unmountFailed bool
+	fs           *lazyfs.FS
+	backing, mnt string
+	cutAt        time.Time
+	cuts         int
+	droppedBytes int64
+	droppedNames int
 }
 
 func newPowerDisk(t *testing.T) *powerDisk {
