@@ -122,7 +122,9 @@ func (f *FS) Unmount() error {
 	cut := f.m.cut
 	f.m.mu.Unlock()
 	if !cut {
-		return os.Remove(f.m.trash) // empty: nothing is moved there without a cut to come
+		// No power cut: the backing directory is as the mount left it, and the unlinked
+		// files waiting in the trash for a cut that did not come are gone for good.
+		return os.RemoveAll(f.m.trash)
 	}
 	if err := f.m.restore(); err != nil {
 		return err

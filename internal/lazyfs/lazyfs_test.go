@@ -240,6 +240,21 @@ func mmapWrites(t *testing.T, p string) {
 	require.NoError(t, f.Close())
 }
 
+// Unmounted without a cut, the backing directory keeps every change, synced or not, and
+// mounts again.
+func TestUnmountWithoutCutKeepsEverything(t *testing.T) {
+	fsys, backing, mnt := mount(t, nil)
+	write(t, filepath.Join(mnt, "a"), []byte("a"), true)
+	write(t, filepath.Join(mnt, "b"), []byte("b"), false)
+	require.NoError(t, os.Remove(filepath.Join(mnt, "a"))) // a durable name: kept in the trash
+	require.NoError(t, fsys.Unmount())
+	_, err := os.Stat(filepath.Join(backing, "a"))
+	require.ErrorIs(t, err, os.ErrNotExist)
+	require.Equal(t, "b", read(t, filepath.Join(backing, "b")))
+	_ = remount(t, backing, mnt, nil)
+	require.Equal(t, "b", read(t, filepath.Join(mnt, "b")))
+}
+
 func TestUnsupportedOperationsFail(t *testing.T) {
 	_, _, mnt := mount(t, nil)
 	write(t, filepath.Join(mnt, "f"), []byte("f"), true)
