@@ -41,7 +41,8 @@ import (
 //
 // Each mode runs powerCuts cuts (3 by default, 1 with -short); CI sets TABULA_POWER_CUTS=20.
 // The test needs FUSE (/dev/fuse, and fusermount3 when not root): without it, it skips,
-// unless CI is set. TABULA_POWER_CUTS=200 go test -run TestPowerLoss -v for a longer run.
+// unless CI is set. TABULA_POWER_CUTS=200 go test -run TestPowerLoss -v for a longer run;
+// TABULA_POWER_STRICT=1 for lazyfs's strict model of names (see internal/lazyfs).
 
 const (
 	powerChildEnv  = "TABULA_POWER_CHILD"
@@ -136,7 +137,9 @@ func newPowerDisk(t *testing.T) *powerDisk {
 
 func (d *powerDisk) mount(t *testing.T) {
 	t.Helper()
-	fsys, err := lazyfs.Mount(d.backing, d.mnt, nil)
+	// TABULA_POWER_STRICT=1 keeps names only through an fsync of their directory, all
+	// POSIX promises, rather than through any fsync, as file systems with a journal do.
+	fsys, err := lazyfs.Mount(d.backing, d.mnt, &lazyfs.Options{Strict: os.Getenv("TABULA_POWER_STRICT") == "1"})
 	require.NoError(t, err)
 	d.fs = fsys
 }
