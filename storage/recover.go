@@ -40,6 +40,16 @@ func removeEmptyLogs(dir string) error {
 	if !removed {
 		return nil
 	}
+	return syncDir(dir)
+}
+
+// syncDir makes the names in dir durable. Badger opening a directory creates its logs
+// (a memtable log, a value log) without syncing the directory, and a file system may then
+// lose their names in a power cut even once their content is synced (POSIX asks for an
+// fsync of the directory; file systems with a journal commit names with any fsync). The
+// power-loss test with TABULA_POWER_STRICT=1 (powerloss_test.go) lost the value log so, and
+// read a value pointer into it, until Open synced the directory.
+func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err

@@ -125,6 +125,10 @@ func Open(o Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("storage: open %q: %w", o.Dir, err)
 	}
+	if err := syncDir(o.Dir); err != nil {
+		_ = bdb.Close()
+		return nil, fmt.Errorf("storage: open %q: %w", o.Dir, err)
+	}
 	d.bdb = bdb
 	d.startSyncs()
 	return d, nil
