@@ -2,6 +2,7 @@ package tabula
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -89,9 +90,22 @@ func open(so storage.Options, opts *Options) (*DB, error) {
 	}
 	so.SyncWrites = o.SyncWrites
 	so.FreeSpace, so.Reserve = o.freeSpace, o.DiskReserve
+	logger := o.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	// The first write refused for want of space says why; the ones after it only answer
+	// ErrDiskFull, until writes have resumed.
+	so.OnFull = func(err error) {
+		logger.Warn("tabula: writes refused for want of disk space", "dir", so.Dir, "err", storageError(err))
+	}
 	store, err := storage.Open(so)
 	if err != nil {
 		return nil, ErrInternal.WithDetail("%v", err)
+	}
+	if err := store.Full(); err != nil {
+		logger.Warn("tabula: the disk has less free space than the reserve (Options.DiskReserve): writes are refused until it has",
+			"dir", so.Dir, "err", storageError(err))
 	}
 	if o.QueryBudget == 0 {
 		o.QueryBudget = DefaultQueryBudget
@@ -132,6 +146,13 @@ func (db *DB) Close() error {
 		}
 	})
 	return db.closeErr
+}
+
+// DiskFull returns an error matching ErrDiskFull when the database's disk has less free
+// space than Options.DiskReserve, or the database is open read-only for lack of it (until a
+// write finds the space again); otherwise, and in memory, nil. Writes are refused meanwhile.
+func (db *DB) DiskFull() error {
+	return storageError(db.store.Full())
 }
 
 // closed reports whether Close has been called.

@@ -1,8 +1,18 @@
 package tabula
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -59,4 +69,84 @@ func TestFullDiskRefusesWritesKeepsReads(t *testing.T) {
 	require.NoError(t, err)
 	_, err = db.Table("Full").Insert(ctx, Entity{PartitionKey: "p", RowKey: "2"})
 	require.NoError(t, err)
+}
+
+// syncBuffer is a bytes.Buffer that a logger may write to from any goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// A directory left by a kill -9 opens on a disk with less free space than the reserve (it
+// used to fail: "opening it read-only failed: ... Log truncate required to run DB"), with
+// every acknowledged write; writes are refused, the first refusal is reported once, and
+// they resume as soon as there is space, without a restart.
+func TestOpenAfterCrashOnFullDisk(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	// TestCrashChild (crash_test.go) writes transactions of 5 entities and acknowledges each.
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$")
+	cmd.Env = append(os.Environ(), "TABULA_CRASH_CHILD="+dir, "TABULA_CRASH_FROM=0")
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	acked := -1
+	lines := bufio.NewScanner(out)
+	for lines.Scan() {
+		if s, ok := strings.CutPrefix(lines.Text(), "ack "); ok {
+			acked, err = strconv.Atoi(s)
+			require.NoError(t, err)
+			if acked == 100 {
+				require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+			}
+		}
+	}
+	_ = cmd.Wait()
+	require.GreaterOrEqual(t, acked, 100)
+
+	var free atomic.Uint64
+	free.Store(100 << 20) // below the 512 MiB reserve
+	var log syncBuffer
+	opts := &Options{freeSpace: func() (uint64, error) { return free.Load(), nil },
+		Logger: slog.New(slog.NewTextHandler(&log, nil))}
+	db, err := Open(dir, opts)
+	require.NoError(t, err, "a directory left by a crash opens on a full disk")
+	require.ErrorIs(t, db.DiskFull(), ErrDiskFull)
+	assert.Contains(t, log.String(), "the disk has less free space than the reserve")
+	tbl := db.Table("Crash")
+	rows := map[string]int{}
+	for e, err := range tbl.QueryAll(ctx, Query{}) {
+		require.NoError(t, err)
+		rows[e.PartitionKey]++
+	}
+	for seq := range acked + 1 {
+		require.Equal(t, 5, rows[fmt.Sprintf("w%08d", seq)], "acknowledged transaction %d", seq)
+	}
+	for range 2 {
+		_, err = tbl.Insert(ctx, Entity{PartitionKey: "more", RowKey: "1"})
+		require.ErrorIs(t, err, ErrDiskFull)
+	}
+	assert.Equal(t, 1, strings.Count(log.String(), "writes refused for want of disk space"),
+		"the first refused write is logged, once: %s", log.String())
+
+	free.Store(1 << 40)
+	require.NoError(t, db.DiskFull())
+	_, err = tbl.Insert(ctx, Entity{PartitionKey: "more", RowKey: "1"})
+	require.NoError(t, err, "writes resume once there is space, without a restart")
+	_, err = db.CreateTable(ctx, "Other")
+	require.NoError(t, err)
+	require.NoError(t, db.Check(ctx))
+	require.NoError(t, db.Close())
 }

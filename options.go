@@ -13,7 +13,7 @@ type Options struct {
 	//
 	// Off (the default), a write is acknowledged once it is in the operating system's file
 	// cache: a process crash loses nothing acknowledged, but a power loss or kernel crash can
-	// lose the last writes acknowledged before it (typically the last few seconds). What
+	// lose the last writes acknowledged before it (about the last second: the store syncs its logs every second). What
 	// survives is always whole transactions, never part of one. On, nothing acknowledged is
 	// lost even on power loss, at the price of an fsync per write (milliseconds on most
 	// disks). The choice does not matter for OpenInMemory.
@@ -57,10 +57,11 @@ type Options struct {
 	// that, and only as far as the data written between two compactions needs.
 	DiskReserve uint64
 
-	// Logger receives what the database has to report outside any call's result: today only
-	// that Open upgraded a directory written in an older format, which builds of that format
-	// then refuse to open (Info), or found one it could not yet upgrade for want of disk
-	// space (Warn). nil means slog.Default(), as a nil http.Server.ErrorLog means the log
+	// Logger receives what the database has to report outside any call's result: that Open
+	// upgraded a directory written in an older format, which builds of that format then
+	// refuse to open (Info), or found one it could not yet upgrade for want of disk space
+	// (Warn); and that the disk has less free space than DiskReserve (Warn: at Open, and at
+	// the first write refused for it, again after writes had resumed). nil means slog.Default(), as a nil http.Server.ErrorLog means the log
 	// package's standard logger.
 	Logger *slog.Logger
 

@@ -16,25 +16,32 @@ import (
 // front end always did: the first owner gets the root namespace, the DB's own tables, and
 // every other the namespace of its name; legacy reports that this happened to a DB already
 // holding data, whose owners the first listing decided and which the caller should make known.
+//
+// When every owner is recorded already it writes nothing, so that a DB open read-only for want
+// of disk space (ErrDiskFull) still serves its owners.
 func (db *DB) AssignNamespaces(ctx context.Context, owners []string) (assigned map[string]*Namespace, legacy bool, err error) {
 	names := map[string]string{}
+	all := false
+	err = db.view(ctx, func(tx *storage.Txn) error {
+		recorded, err := recordedOwners(tx)
+		all = true
+		for _, owner := range owners {
+			ns, ok := recorded[owner]
+			all = all && ok
+			names[owner] = ns
+		}
+		return err
+	})
+	if err == nil && all {
+		return assign(db, names), false, nil
+	}
 	err = db.update(ctx, func(tx *storage.Txn) error {
 		clear(names)
 		legacy = false
-		recorded := map[string]string{}
-		it := tx.Scan([]byte{prefixOwner}, []byte{prefixOwner + 1})
-		for it.Next() {
-			owner, _, _, err := storage.NextPart(it.Key()[1:])
-			if err != nil {
-				it.Close()
-				return errCorrupt("owner key")
-			}
-			if err := it.Value(func(v []byte) error { recorded[owner] = string(v); return nil }); err != nil {
-				it.Close()
-				return err
-			}
+		recorded, err := recordedOwners(tx)
+		if err != nil {
+			return err
 		}
-		it.Close()
 		first := len(recorded) == 0
 		if first {
 			held, err := holdsData(tx)
@@ -62,11 +69,32 @@ func (db *DB) AssignNamespaces(ctx context.Context, owners []string) (assigned m
 	if err != nil {
 		return nil, false, err
 	}
-	assigned = make(map[string]*Namespace, len(names))
+	return assign(db, names), legacy, nil
+}
+
+// recordedOwners reads the recorded owners and their namespaces.
+func recordedOwners(tx *storage.Txn) (map[string]string, error) {
+	recorded := map[string]string{}
+	it := tx.Scan([]byte{prefixOwner}, []byte{prefixOwner + 1})
+	defer it.Close()
+	for it.Next() {
+		owner, _, _, err := storage.NextPart(it.Key()[1:])
+		if err != nil {
+			return nil, errCorrupt("owner key")
+		}
+		if err := it.Value(func(v []byte) error { recorded[owner] = string(v); return nil }); err != nil {
+			return nil, err
+		}
+	}
+	return recorded, nil
+}
+
+func assign(db *DB, names map[string]string) map[string]*Namespace {
+	assigned := make(map[string]*Namespace, len(names))
 	for owner, ns := range names {
 		assigned[owner] = db.Namespace(ns)
 	}
-	return assigned, legacy, nil
+	return assigned
 }
 
 // holdsData reports whether the DB holds a table or service properties.

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"fmt"
+	"sync/atomic"
 )
 
 // Badger writes its logs and tables through memory-mapped files, which it grows sparsely: on
@@ -30,7 +31,7 @@ type diskFullError struct {
 
 func (e *diskFullError) Error() string {
 	if e.ReadOnly {
-		return fmt.Sprintf("storage: the disk of %q had %d bytes free when the store was opened, less than the %d it keeps in reserve, so it was opened read-only; free space and open it again to write",
+		return fmt.Sprintf("storage: the disk of %q had %d bytes free when the store was opened, less than the %d it keeps in reserve, so it was opened read-only; writes resume once that much is free",
 			e.Dir, e.Free, e.Reserve)
 	}
 	return fmt.Sprintf("storage: the disk of %q has %d bytes free, less than the %d the store keeps in reserve; writes are refused until space is freed",
@@ -49,9 +50,32 @@ type space struct {
 	dir     string
 	free    func() (uint64, error) // nil: not watched (in memory, or no way to ask)
 	reserve uint64
-	// readOnly is set when the store was opened read-only for lack of space; every write
-	// gets it.
-	readOnly *diskFullError
+	// readOnly is set while the store is open read-only for lack of space; every write
+	// gets it, until one finds space again (DB.reopenWritable). It is read without a lock
+	// by writers and changed only holding DB.mu exclusively.
+	readOnly atomic.Pointer[diskFullError]
+	// onFull is told of the first refused write (Options.OnFull); refusing says a refusal
+	// was told and no write succeeded since.
+	onFull   func(error)
+	refusing atomic.Bool
+}
+
+// refuse returns err, the refusal of a write, telling onFull if it is the first since
+// writes last went through.
+func (s *space) refuse(err error) error {
+	if s.onFull != nil && !s.refusing.Swap(true) {
+		s.onFull(err)
+	}
+	return err
+}
+
+// spaceAgain reports whether the disk has at least the reserve free.
+func (s *space) spaceAgain() bool {
+	if s.free == nil {
+		return true
+	}
+	free, err := s.free()
+	return err == nil && free >= s.reserve
 }
 
 func newSpace(o Options) *space {
@@ -70,25 +94,37 @@ func newSpace(o Options) *space {
 // full returns a diskFullError when the disk has less free space than the reserve. A file
 // system that cannot say how much is free is not watched: the write goes ahead.
 func (s *space) full() error {
-	if s.readOnly != nil {
-		return s.readOnly
+	if ro := s.readOnly.Load(); ro != nil {
+		return ro
 	}
 	if s.free == nil {
 		return nil
 	}
 	free, err := s.free()
 	if err != nil || free >= s.reserve {
+		s.refusing.Store(false)
 		return nil
 	}
 	return &diskFullError{Dir: s.dir, Free: free, Reserve: s.reserve}
+}
+
+// Full returns a DiskFullError when the store's disk has less free space than the reserve, or
+// the store is open read-only for lack of it and still lacks it; nil otherwise (the next
+// write then makes a read-only store writable), and for a store in memory.
+func (d *DB) Full() error {
+	if d.mem != nil || d.space.readOnly.Load() != nil && d.space.spaceAgain() {
+		return nil
+	}
+	return d.space.full()
 }
 
 // openReadOnly reports, before Badger opens the directory, whether it must open read-only
 // because the disk is already full; from then on every write is refused.
 func (s *space) openReadOnly() bool {
 	if err := s.full(); err != nil {
-		s.readOnly = err.(*diskFullError)
-		s.readOnly.ReadOnly = true
+		ro := err.(*diskFullError)
+		ro.ReadOnly = true
+		s.readOnly.Store(ro)
 		return true
 	}
 	return false

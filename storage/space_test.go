@@ -1,7 +1,14 @@
 package storage
 
 import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -25,7 +32,7 @@ func set(db *DB, key, value string) error {
 
 // With an injected free-space figure: below the reserve, writes are refused with
 // ErrDiskFull and reads go on; with space again, writes resume; a store opened on a full disk
-// is read-only, says so, and is writable once reopened with space.
+// is read-only, says so, and is writable as soon as there is space, without a reopen.
 func TestFullDiskRefusesWritesAndOpensReadOnly(t *testing.T) {
 	dir := t.TempDir()
 	var free atomic.Uint64
@@ -61,11 +68,75 @@ func TestFullDiskRefusesWritesAndOpensReadOnly(t *testing.T) {
 	require.ErrorIs(t, err, ErrDiskFull)
 	assert.Contains(t, err.Error(), "opened read-only")
 	free.Store(1 << 30)
-	assert.ErrorIs(t, set(db, "c", "3"), ErrDiskFull, "read-only until reopened")
+	require.NoError(t, set(db, "c", "3"), "writable again, without a reopen, once there is space")
+	v, _ = get(t, db, "b")
+	assert.Equal(t, "2", v)
 	require.NoError(t, db.Close())
 
 	db, err = Open(opts)
 	require.NoError(t, err)
-	require.NoError(t, set(db, "c", "3"))
+	v, _ = get(t, db, "c")
+	assert.Equal(t, "3", v)
+	require.NoError(t, db.Close())
+}
+
+// TestOpenAfterCrashOnFullDisk: a directory left by a kill -9 (its memtable log holds
+// bytes past its last transaction, which a read-only open of Badger refuses) opens on a disk
+// with less free space than the reserve, read-only, with every acknowledged write; once
+// there is space, writes resume without a reopen; the first refused write is told, once.
+func TestOpenAfterCrashOnFullDisk(t *testing.T) {
+	if dir := os.Getenv("STORAGE_CRASH_CHILD"); dir != "" {
+		db, err := Open(Options{Dir: dir})
+		require.NoError(t, err)
+		for i := 0; ; i++ {
+			require.NoError(t, set(db, fmt.Sprintf("k%06d", i), strings.Repeat("v", 100)))
+			fmt.Printf("ack %d\n", i)
+		}
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestOpenAfterCrashOnFullDisk$")
+	cmd.Env = append(os.Environ(), "STORAGE_CRASH_CHILD="+dir)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	acked := -1
+	lines := bufio.NewScanner(out)
+	for lines.Scan() {
+		if s, ok := strings.CutPrefix(lines.Text(), "ack "); ok {
+			acked, err = strconv.Atoi(s)
+			require.NoError(t, err)
+			if acked == 500 {
+				require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+			}
+		}
+	}
+	_ = cmd.Wait()
+	require.GreaterOrEqual(t, acked, 500)
+
+	var free atomic.Uint64
+	free.Store(1 << 20)
+	var told []error
+	opts := Options{Dir: dir, FreeSpace: func() (uint64, error) { return free.Load(), nil }, Reserve: 64 << 20,
+		OnFull: func(err error) { told = append(told, err) }}
+	db, err := Open(opts)
+	require.NoError(t, err, "a directory left by a crash opens on a full disk")
+	for i := range acked + 1 {
+		_, ok := get(t, db, fmt.Sprintf("k%06d", i))
+		require.True(t, ok, "acknowledged write %d", i)
+	}
+	require.ErrorIs(t, set(db, "more", "x"), ErrDiskFull)
+	require.ErrorIs(t, set(db, "more", "x"), ErrDiskFull)
+	require.Len(t, told, 1, "the first refused write is told, once")
+	assert.Contains(t, told[0].Error(), "read-only")
+
+	free.Store(1 << 30)
+	require.NoError(t, set(db, "more", "x"), "writes resume once there is space")
+	for i := range acked + 1 {
+		_, ok := get(t, db, fmt.Sprintf("k%06d", i))
+		require.True(t, ok, "acknowledged write %d", i)
+	}
+	free.Store(1 << 20)
+	require.ErrorIs(t, set(db, "more2", "x"), ErrDiskFull)
+	require.Len(t, told, 2, "a refusal after writes had resumed is told again")
 	require.NoError(t, db.Close())
 }

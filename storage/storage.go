@@ -5,7 +5,8 @@
 //
 //   - Open and Options, and a DB's read and read-write transactions (View, Update), which
 //     hide conflict retries, with Txn's point reads and writes and Iterator's streaming
-//     range scans; DeleteRange for dropped tables;
+//     range scans; DeleteRange for dropped tables; Full, whether the disk is below the
+//     reserve (space.go), and Options.OnFull, told of the first write refused for it;
 //   - the key codec (AppendPart and friends, codec.go), whose byte order is the service's
 //     UTF-16 code-unit order (see internal/keyorder);
 //   - the errors the root package maps to the service's: ErrDiskFull, ErrContention,
@@ -20,7 +21,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
 	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 )
@@ -33,14 +41,26 @@ type Options struct {
 	// opening one costs a few hundred bytes, and it holds values and transactions of any
 	// size. Nothing survives Close.
 	InMemory bool
-	// SyncWrites makes every commit wait for an fsync of the value log.
+	// SyncWrites makes every commit wait for an fsync of the value log. Without it, the
+	// store syncs its logs every syncInterval in the background, which bounds what a power
+	// cut loses to about that much of the last writes.
 	SyncWrites bool
 	// FreeSpace reports the bytes free on Dir's disk; nil asks the file system (see
 	// space.go). Reserve is the free space below which writes are refused; 0 means
 	// 512 MiB (see defaultReserve).
 	FreeSpace func() (uint64, error)
 	Reserve   uint64
+	// OnFull, when set, is called with the error of the first write refused for lack
+	// of space, and again for the first one after writes had resumed.
+	OnFull func(error)
 }
+
+// syncInterval is how often a store without SyncWrites syncs its logs. The operating
+// system's own writeback would reach the disk too, but only after half a minute (Linux's
+// defaults), and a file system may keep unsynced writes longer: the power-loss test
+// (powerloss_test.go in the root package) saw every write since the store opened lost
+// without this.
+const syncInterval = time.Second
 
 // valueThreshold is the value size from which Badger keeps a value in its value log, with only
 // a pointer in the LSM tree. Badger refuses a transaction whose LSM entries exceed 15% of a
@@ -63,9 +83,18 @@ var ErrContention = errors.New("storage: transaction kept conflicting with concu
 
 // DB is an open store. It is safe for concurrent use.
 type DB struct {
+	// mu guards bdb, which a store opened read-only for lack of space replaces with a
+	// writable one once there is space (see reopenWritable): every use read-locks it.
+	mu    sync.RWMutex
 	bdb   *badger.DB
+	bo    badger.Options
 	mem   *memDB // the in-memory engine, instead of bdb
 	space *space // free-space watch of the Badger directory
+	sync  bool   // SyncWrites
+
+	// stopSyncs ends the background syncs (see syncInterval), syncs waits for them.
+	stopSyncs chan struct{}
+	syncs     sync.WaitGroup
 }
 
 // Open opens (creating if needed) the store described by o.
@@ -78,16 +107,118 @@ func Open(o Options) (*DB, error) {
 		WithLoggingLevel(badger.WARNING).
 		WithMetricsEnabled(false)
 	bo = bo.WithValueThreshold(valueThreshold)
-	sp := newSpace(o)
-	readOnly := sp.openReadOnly()
-	bdb, err := badger.Open(bo.WithReadOnly(readOnly))
-	if err != nil {
-		if readOnly {
-			return nil, fmt.Errorf("%w, and opening it read-only failed: %v", sp.readOnly, err)
-		}
+	d := &DB{bo: bo, space: newSpace(o), sync: o.SyncWrites}
+	d.space.onFull = o.OnFull
+	// Deleting files takes no space, so this is done on a full disk too.
+	if err := removeEmptyLogs(o.Dir); err != nil {
 		return nil, fmt.Errorf("storage: open %q: %w", o.Dir, err)
 	}
-	return &DB{bdb: bdb, space: sp}, nil
+	if d.space.openReadOnly() {
+		bdb, err := openReadOnly(bo)
+		if err != nil {
+			return nil, fmt.Errorf("%w, and opening it read-only failed: %v", d.space.readOnly.Load(), err)
+		}
+		d.bdb = bdb
+		return d, nil
+	}
+	bdb, err := badger.Open(bo)
+	if err != nil {
+		return nil, fmt.Errorf("storage: open %q: %w", o.Dir, err)
+	}
+	if err := syncDir(o.Dir); err != nil {
+		_ = bdb.Close()
+		return nil, fmt.Errorf("storage: open %q: %w", o.Dir, err)
+	}
+	d.bdb = bdb
+	d.startSyncs()
+	return d, nil
+}
+
+// truncateNeeded is how Badger's read-only open names the memtable log it will not open
+// because of bytes past the log's last whole transaction, and where that transaction ends.
+var truncateNeeded = regexp.MustCompile(`while opening fid: (\d+) .*end offset: (\d+) < size: (\d+)`)
+
+// openReadOnly opens a directory read-only. A directory left by a crash has memtable logs
+// with bytes past their last whole transaction (the rest of the preallocated file, or a
+// transaction cut short), which Badger's read-write open cuts off and its read-only open
+// refuses ("Log truncate required to run DB"). openReadOnly cuts them off itself, as the
+// read-write open would (only whole transactions stay; cutting frees space and takes none),
+// and opens again.
+func openReadOnly(bo badger.Options) (*badger.DB, error) {
+	for {
+		bdb, err := badger.Open(bo.WithReadOnly(true))
+		if err == nil || !errors.Is(err, badger.ErrTruncateNeeded) && !strings.Contains(err.Error(), badger.ErrTruncateNeeded.Error()) {
+			return bdb, err
+		}
+		m := truncateNeeded.FindStringSubmatch(err.Error())
+		if m == nil {
+			return nil, err
+		}
+		fid, _ := strconv.Atoi(m[1])
+		end, _ := strconv.ParseInt(m[2], 10, 64)
+		log := filepath.Join(bo.Dir, fmt.Sprintf("%05d.mem", fid))
+		st, serr := os.Stat(log)
+		if serr != nil || st.Size() <= end {
+			return nil, err // no progress to make
+		}
+		if terr := os.Truncate(log, end); terr != nil {
+			return nil, fmt.Errorf("%v; cutting %s to its last whole transaction failed: %w", err, log, terr)
+		}
+	}
+}
+
+func (d *DB) startSyncs() {
+	if !d.sync {
+		d.stopSyncs = make(chan struct{})
+		d.syncs.Go(d.syncEvery)
+	}
+}
+
+// reopenWritable replaces a store opened read-only for lack of space with a writable one,
+// once the disk has space again; it reports whether the store is writable. It waits for no
+// reader: while one runs (a long scan), the write that asked is refused and the next one
+// tries again.
+func (d *DB) reopenWritable() bool {
+	if !d.space.spaceAgain() || !d.mu.TryLock() {
+		return false
+	}
+	defer d.mu.Unlock()
+	if d.space.readOnly.Load() == nil {
+		return true // another write did it
+	}
+	if err := d.bdb.Close(); err != nil {
+		return false
+	}
+	bdb, err := badger.Open(d.bo)
+	if err != nil {
+		// Back to reading; if even that fails, reads fail with Badger's closed-store errors.
+		if bdb, err = openReadOnly(d.bo); err == nil {
+			d.bdb = bdb
+		}
+		return false
+	}
+	d.bdb = bdb
+	d.space.readOnly.Store(nil)
+	d.startSyncs()
+	return true
+}
+
+// syncEvery syncs the store's logs every syncInterval until Close.
+func (d *DB) syncEvery() {
+	tick := time.NewTicker(syncInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-d.stopSyncs:
+			return
+		case <-tick.C:
+			// A failed sync leaves the writes where they were, in the file cache; the next
+			// tick, or Close, tries again.
+			d.mu.RLock()
+			_ = d.bdb.Sync()
+			d.mu.RUnlock()
+		}
+	}
 }
 
 // Close flushes and closes the store.
@@ -96,6 +227,12 @@ func (d *DB) Close() error {
 		d.mem.close()
 		return nil
 	}
+	if d.stopSyncs != nil {
+		close(d.stopSyncs)
+		d.syncs.Wait()
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	if err := d.bdb.Close(); err != nil {
 		return fmt.Errorf("storage: close: %w", err)
 	}
@@ -107,6 +244,8 @@ func (d *DB) View(fn func(*Txn) error) error {
 	if d.mem != nil {
 		return d.mem.view(d, fn)
 	}
+	d.mu.RLock()
+	defer d.mu.RUnlock()
 	return d.bdb.View(func(t *badger.Txn) error { return fn(&Txn{t: t, db: d}) })
 }
 
@@ -119,9 +258,14 @@ func (d *DB) Update(fn func(*Txn) error) error {
 	if d.mem != nil {
 		return d.mem.update(d, fn)
 	}
-	if err := d.space.full(); err != nil {
-		return err
+	if ro := d.space.readOnly.Load(); ro != nil && !d.reopenWritable() {
+		return d.space.refuse(ro)
 	}
+	if err := d.space.full(); err != nil {
+		return d.space.refuse(err)
+	}
+	d.mu.RLock()
+	defer d.mu.RUnlock()
 	for range maxConflictRetries {
 		err := d.bdb.Update(func(t *badger.Txn) error { return fn(&Txn{t: t, db: d}) })
 		if errors.Is(err, badger.ErrTxnTooBig) {

