@@ -1,10 +1,7 @@
 package tabula
 
 import (
-	"encoding/hex"
 	"fmt"
-	"math"
-	"strconv"
 	"strings"
 )
 
@@ -136,45 +133,11 @@ func operand(f Filter) string {
 // Literal returns value as a literal of the service's $filter syntax: 'text' with quotes
 // doubled, 42, 42L, 4.0 (a Double always with a point or exponent, so it stays a Double),
 // NaN, INF, -INF, true, datetime'2024-01-02T03:04:05.1234567Z', guid'…' and X'hex'. Filter
-// uses it; it is exported for filters written by hand.
+// uses it (the literal odata prints and parses back); it is exported for filters written by
+// hand.
 func Literal(value Property) string {
-	switch v := value.(type) {
-	case String:
-		return "'" + strings.ReplaceAll(string(v), "'", "''") + "'"
-	case Int32:
-		return strconv.FormatInt(int64(v), 10)
-	case Int64:
-		return strconv.FormatInt(int64(v), 10) + "L"
-	case Double:
-		return doubleLiteral(float64(v))
-	case Boolean:
-		return strconv.FormatBool(bool(v))
-	case DateTime:
-		return "datetime'" + v.String() + "'"
-	case Guid:
-		return "guid'" + v.String() + "'"
-	case Binary:
-		return "X'" + hex.EncodeToString(v) + "'"
+	if value == nil {
+		panic("tabula: a nil Property has no literal")
 	}
-	panic(fmt.Sprintf("tabula: %T is not a Property type", value))
-}
-
-func doubleLiteral(f float64) string {
-	switch {
-	case math.IsNaN(f):
-		return "NaN"
-	case math.IsInf(f, 1):
-		return "INF"
-	case math.IsInf(f, -1):
-		return "-INF"
-	}
-	s := strconv.FormatFloat(f, 'g', -1, 64)
-	mantissa, exp, hasExp := strings.Cut(s, "e")
-	if !strings.Contains(mantissa, ".") {
-		mantissa += ".0"
-	}
-	if hasExp {
-		return mantissa + "E" + exp
-	}
-	return mantissa
+	return valueOf(value).String()
 }
