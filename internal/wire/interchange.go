@@ -214,7 +214,6 @@ func (e *Encoder) Close() error {
 	return e.Flush()
 }
 
-
 // RecordKind is what a line of an interchange file is.
 type RecordKind uint8
 
@@ -271,7 +270,9 @@ func (e *FormatError) Error() string {
 var ErrTruncated = errors.New("interchange file truncated")
 
 // Is makes a truncation's FormatError match ErrTruncated.
-func (e *FormatError) Is(target error) bool { return target == ErrTruncated && e.Field == "" && e.Rule == truncatedRule }
+func (e *FormatError) Is(target error) bool {
+	return target == ErrTruncated && e.Field == "" && e.Rule == truncatedRule
+}
 
 const truncatedRule = "the file ends before its trailer line (" + controlPrefix + `"eof",…}): it was cut short`
 
