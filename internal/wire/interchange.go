@@ -256,6 +256,9 @@ type FormatError struct {
 	Field string
 	// Rule says what the line breaks.
 	Rule string
+	// EntityLine says the line is an entity line of a table, counted as one: the Decoder
+	// can go on with the next line, for a caller that leaves bad entities out.
+	EntityLine bool
 }
 
 func (e *FormatError) Error() string {
@@ -282,6 +285,7 @@ type Decoder struct {
 	r        *bufio.Reader
 	line     int
 	buf      []byte
+	unended  bool // the last line read has no newline: the input ended within it
 	started  bool
 	done     bool
 	inTable  bool
@@ -322,6 +326,7 @@ func (d *Decoder) readLine() ([]byte, error) {
 				return nil, io.EOF
 			}
 			d.line++
+			d.unended = true
 			return d.buf, nil // a last line without its newline
 		default:
 			return nil, err
@@ -352,6 +357,10 @@ func (d *Decoder) Next() (Record, error) {
 			return Record{}, d.fail("", "a line follows the trailer")
 		}
 		trimmed := bytes.TrimLeft(line, " \t")
+		if d.unended && !bytes.HasPrefix(trimmed, []byte(controlPrefix+`"`+lineTrailer+`"`)) {
+			// Only the trailer may lack its newline; any other line was cut.
+			return Record{}, &FormatError{Line: d.line, Rule: truncatedRule}
+		}
 		if !bytes.HasPrefix(trimmed, []byte(controlPrefix)) {
 			return d.entity(line)
 		}
@@ -369,17 +378,23 @@ func (d *Decoder) entity(line []byte) (Record, error) {
 	if !d.inTable {
 		return Record{}, d.fail("", "an entity outside a table: a table line must come first")
 	}
+	// The line counts as one of the table's entities, good or bad.
+	d.inTab++
+	d.entities++
+	bad := func(field, rule string) (Record, error) {
+		return Record{}, &FormatError{Line: d.line, Field: field, Rule: rule, EntityLine: true}
+	}
 	ms, err := ParseObject(line)
 	if err != nil {
-		return Record{}, d.fail("", err.Error())
+		return bad("", err.Error())
 	}
 	e, err := decodeMembers(ms, KeysFromBody)
 	if err != nil {
 		var de *DecodeError
 		if errors.As(err, &de) && de.Reason == MissingKeys {
-			return Record{}, d.fail("PartitionKey, RowKey", "an entity must carry both keys")
+			return bad("PartitionKey, RowKey", "an entity must carry both keys")
 		}
-		return Record{}, d.fail("", err.Error())
+		return bad("", err.Error())
 	}
 	// The Timestamp, which a body's decoding ignores, is required here and read strictly.
 	found := false
@@ -389,19 +404,17 @@ func (d *Decoder) entity(line []byte) (Record, error) {
 		}
 		found = true
 		if m.Kind != KindString {
-			return Record{}, d.fail("Timestamp", "must be a DateTime string")
+			return bad("Timestamp", "must be a DateTime string")
 		}
 		t, err := ParseDateTime(m.Text)
 		if err != nil {
-			return Record{}, d.fail("Timestamp", fmt.Sprintf("%q is not a DateTime: %v", m.Text, err))
+			return bad("Timestamp", fmt.Sprintf("%q is not a DateTime: %v", m.Text, err))
 		}
 		e.Timestamp = t
 	}
 	if !found {
-		return Record{}, d.fail("Timestamp", "an entity must carry its Timestamp")
+		return bad("Timestamp", "an entity must carry its Timestamp")
 	}
-	d.inTab++
-	d.entities++
 	return Record{Kind: RecordEntity, Line: d.line, Account: d.account, Table: d.table, Entity: e}, nil
 }
 
