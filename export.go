@@ -380,4 +380,3 @@ func (db *DB) namespaces(ctx context.Context) ([]string, error) {
 	slices.Sort(out[1:])
 	return out, err
 }
-
