@@ -1,6 +1,7 @@
 package tabula
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/binary"
@@ -189,11 +190,18 @@ type stagedTable struct {
 	acl      bool // the file gave its access policies
 	done     bool // its end line was read
 	maxTicks int64
+	lastKey  []byte // the last entity's key staged
+	target   uint64 // the ID of the table of its name when the import began, 0 for none
 }
 
 // stagedEntity is one entity of a batch being staged.
 type stagedEntity struct {
 	key, record []byte
+	line        int
+	pk, rk      string
+	// check: its key is not after the one before, so it may be in the table twice (a
+	// file in key order, as exports are, never needs the look-up).
+	check bool
 }
 
 // Import reads an interchange file and writes its tables into the database, each into
@@ -242,7 +250,6 @@ func (db *DB) importFile(ctx context.Context, r io.Reader, opts *ImportOptions, 
 		cur      *stagedTable // the table being read, nil when outside one or skipping it
 		skipping bool
 		batch    []stagedEntity
-		inBatch  = map[string]struct{}{}
 		size     int
 		props    = map[string][]byte{} // namespaces' service properties, by namespace
 	)
@@ -255,8 +262,45 @@ func (db *DB) importFile(ctx context.Context, r io.Reader, opts *ImportOptions, 
 		if len(batch) == 0 {
 			return nil
 		}
+		var bad error // returned as it is, not as the store's error
+		skipped := 0
 		err := db.update(ctx, func(tx *storage.Txn) error {
-			for _, e := range batch {
+			bad, skipped = nil, 0
+			for i := range batch {
+				e := &batch[i]
+				var why string
+				var code *Error
+				if e.check { // a key not after the one before: it may be staged already
+					found, err := tx.Get(e.key, nil)
+					if err != nil {
+						return err
+					}
+					for j := range i {
+						found = found || bytes.Equal(batch[j].key, e.key)
+					}
+					if found {
+						why, code = "is in the table twice", ErrInvalidInput
+					}
+				}
+				if why == "" && cur.target != 0 && opts.Existing == ExistingFail {
+					found, err := tx.Get(entityKey(cur.target, e.pk, e.rk), nil)
+					if err != nil {
+						return err
+					}
+					if found {
+						why, code = "exists in the table already, and the policy is ExistingFail", ErrEntityAlreadyExists
+					}
+				}
+				if why != "" {
+					if opts.BestEffort {
+						skipped++
+						e.key = nil
+						continue
+					}
+					bad = &ImportError{Line: e.line, Field: "PartitionKey, RowKey", Rule: fmt.Sprintf("entity (%q, %q) %s", e.pk, e.rk, why),
+						Err: code.WithDetail("entity (%q, %q)", e.pk, e.rk)}
+					return bad
+				}
 				if err := tx.Set(e.key, e.record); err != nil {
 					return err
 				}
@@ -264,8 +308,13 @@ func (db *DB) importFile(ctx context.Context, r io.Reader, opts *ImportOptions, 
 			return nil
 		})
 		clear(batch)
-		clear(inBatch)
 		batch, size = batch[:0], 0
+		im.p.Skipped += int64(skipped)
+		im.p.Entities -= int64(skipped)
+		im.p.TableEntities -= int64(skipped)
+		if bad != nil {
+			return bad
+		}
 		return err
 	}
 	fail := func(err error) (Progress, error) {
@@ -334,6 +383,16 @@ func (db *DB) importFile(ctx context.Context, r io.Reader, opts *ImportOptions, 
 				return fail(err)
 			}
 			cur = &stagedTable{ns: ns, name: rec.Table, id: id, line: rec.Line, policies: policies, acl: rec.AccessPolicies != nil}
+			if err := db.view(ctx, func(tx *storage.Txn) error {
+				r, err := lookupTableIn(tx, ns, rec.Table)
+				if errors.Is(err, ErrTableNotFound) {
+					return nil
+				}
+				cur.target = r.ID
+				return err
+			}); err != nil {
+				return fail(err)
+			}
 			staged = append(staged, cur)
 			im.p.Account, im.p.Table, im.p.InTable, im.p.TableEntities = rec.Account, rec.Table, true, 0
 		case wire.RecordEntity:
@@ -356,25 +415,10 @@ func (db *DB) importFile(ctx context.Context, r io.Reader, opts *ImportOptions, 
 			}
 			cur.maxTicks = max(cur.maxTicks, ticks)
 			key := entityKey(cur.id, e.PartitionKey, e.RowKey)
-			if dup, err := db.stagedOrExisting(ctx, cur, inBatch, key, e.PartitionKey, e.RowKey, opts.Existing); err != nil {
-				return fail(err)
-			} else if dup != "" {
-				if opts.BestEffort {
-					im.p.Skipped++
-					continue
-				}
-				code := ErrInvalidInput
-				if dup == "exists" {
-					code = ErrEntityAlreadyExists
-				}
-				return fail(&ImportError{Line: rec.Line, Field: "PartitionKey, RowKey",
-					Rule: fmt.Sprintf("entity (%q, %q) %s", e.PartitionKey, e.RowKey, map[string]string{
-						"twice": "is in the table twice", "exists": "exists in the table already, and the policy is ExistingFail"}[dup]),
-					Err: code.WithDetail("entity (%q, %q)", e.PartitionKey, e.RowKey)})
-			}
+			check := cur.lastKey != nil && bytes.Compare(key, cur.lastKey) <= 0
+			cur.lastKey = append(cur.lastKey[:0], key...)
 			record := encodeRecord(ticks, e.Properties, names)
-			batch = append(batch, stagedEntity{key: key, record: record})
-			inBatch[string(key)] = struct{}{}
+			batch = append(batch, stagedEntity{key: key, record: record, line: rec.Line, pk: e.PartitionKey, rk: e.RowKey, check: check})
 			size += len(key) + len(record)
 			if len(batch) >= importBatchEntities || size >= importBatchBytes {
 				if err := flush(); err != nil {
@@ -447,37 +491,6 @@ func (db *DB) stageTableID(ctx context.Context) (uint64, error) {
 		return tx.Set(dropKey(id), nil)
 	})
 	return id, err
-}
-
-// stagedOrExisting says whether an entity is staged already ("twice") or, under
-// ExistingFail, is stored in the table of the same name ("exists").
-func (db *DB) stagedOrExisting(ctx context.Context, t *stagedTable, inBatch map[string]struct{}, key []byte, pk, rk string, policy Existing) (string, error) {
-	if _, ok := inBatch[string(key)]; ok {
-		return "twice", nil
-	}
-	var dup string
-	err := db.view(ctx, func(tx *storage.Txn) error {
-		found, err := tx.Get(key, nil)
-		if err != nil || found {
-			dup = "twice"
-			return err
-		}
-		if policy != ExistingFail {
-			return nil
-		}
-		rec, err := lookupTableIn(tx, t.ns, t.name)
-		if errors.Is(err, ErrTableNotFound) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if found, err = tx.Get(entityKey(rec.ID, pk, rk), nil); found {
-			dup = "exists"
-		}
-		return err
-	})
-	return dup, err
 }
 
 // publish makes the staged tables visible: a new table by its catalog entry, all in one
