@@ -15,8 +15,9 @@ import (
 
 // Export and import move tables in and out of Tabula as an interchange file: JSON Lines,
 // one entity a line in the service's own JSON, grouped by table, with a trailer that counts
-// what the file holds (the format is documented with package internal/wire, and in
-// docs/interchange.md). An export is beyond the service, which has no such operation.
+// what the file holds (the format is documented with package internal/wire, whose example
+// file TestInterchangeExample keeps valid). Both are beyond the service, which has no such
+// operation.
 
 // ExportOptions says what an export writes. The zero value exports everything.
 type ExportOptions struct {

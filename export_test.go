@@ -393,3 +393,27 @@ func TestExportImportRemote(t *testing.T) {
 	_, err = to.DB.Table("Other").Get(ctx, "0", "0")
 	assert.ErrorIs(t, err, tabula.ErrTableNotFound)
 }
+
+// An entity twice in a table's section is an error naming the second line, whether the
+// repeat follows at once or comes after other keys (out of key order).
+func TestImportEntityTwice(t *testing.T) {
+	ctx := context.Background()
+	for _, rows := range [][]string{{"a", "a"}, {"b", "c", "a", "b"}} {
+		var b strings.Builder
+		b.WriteString(`{"@tabula":"export","version":1}` + "\n" + `{"@tabula":"table","account":"","table":"Things"}` + "\n")
+		for _, rk := range rows {
+			fmt.Fprintf(&b, `{"PartitionKey":"p","RowKey":%q,"Timestamp":"2024-01-01T00:00:00Z"}`+"\n", rk)
+		}
+		fmt.Fprintf(&b, `{"@tabula":"end","account":"","table":"Things","entities":%d}`+"\n"+`{"@tabula":"eof","tables":1,"entities":%d}`+"\n", len(rows), len(rows))
+		db, err := tabula.OpenInMemory(nil)
+		require.NoError(t, err)
+		_, err = db.Import(ctx, strings.NewReader(b.String()), nil)
+		var ie *tabula.ImportError
+		require.ErrorAs(t, err, &ie, "%v", rows)
+		assert.Equal(t, 2+len(rows), ie.Line)
+		assert.Contains(t, err.Error(), "is in the table twice")
+		_, err = db.Table("Things").Get(ctx, "p", "a")
+		assert.ErrorIs(t, err, tabula.ErrTableNotFound)
+		db.Close()
+	}
+}

@@ -190,7 +190,7 @@ type stagedTable struct {
 	acl      bool // the file gave its access policies
 	done     bool // its end line was read
 	maxTicks int64
-	lastKey  []byte // the last entity's key staged
+	maxKey   []byte // the greatest key staged
 	target   uint64 // the ID of the table of its name when the import began, 0 for none
 }
 
@@ -199,8 +199,8 @@ type stagedEntity struct {
 	key, record []byte
 	line        int
 	pk, rk      string
-	// check: its key is not after the one before, so it may be in the table twice (a
-	// file in key order, as exports are, never needs the look-up).
+	// check: its key is not after every key before it, so it may be in the table twice
+	// (a file in key order, as exports are, never needs the look-up).
 	check bool
 }
 
@@ -415,8 +415,12 @@ func (db *DB) importFile(ctx context.Context, r io.Reader, opts *ImportOptions, 
 			}
 			cur.maxTicks = max(cur.maxTicks, ticks)
 			key := entityKey(cur.id, e.PartitionKey, e.RowKey)
-			check := cur.lastKey != nil && bytes.Compare(key, cur.lastKey) <= 0
-			cur.lastKey = append(cur.lastKey[:0], key...)
+			// A key after every key before it cannot be a repeat; only the others are
+			// looked up.
+			check := cur.maxKey != nil && bytes.Compare(key, cur.maxKey) <= 0
+			if !check {
+				cur.maxKey = append(cur.maxKey[:0], key...)
+			}
 			record := encodeRecord(ticks, e.Properties, names)
 			batch = append(batch, stagedEntity{key: key, record: record, line: rec.Line, pk: e.PartitionKey, rk: e.RowKey, check: check})
 			size += len(key) + len(record)
