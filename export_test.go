@@ -132,6 +132,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 	assert.Equal(t, int64(6), p.Tables)
 	assert.Equal(t, int64(87), p.Entities)
 	assert.Equal(t, file, export(t, dst, nil))
+	require.NoError(t, dst.Check(ctx))
 	// And so it stays after a restart: nothing imported was left to the staging area's drop.
 	require.NoError(t, dst.Close())
 	dst, err = tabula.Open(dir, nil)
@@ -289,6 +290,7 @@ func TestImportBadFileChangesNothing(t *testing.T) {
 	assert.Equal(t, last+1, ie.Line)
 	assert.Contains(t, err.Error(), "PartitionKey")
 	assert.Equal(t, before, export(t, db, nil))
+	require.NoError(t, db.Check(ctx), "what a failed import staged is not taken for data")
 
 	// Best effort leaves the bad line out and imports the rest.
 	p, err := db.Import(ctx, strings.NewReader(strings.Join(bad, "")), &tabula.ImportOptions{BestEffort: true, Existing: tabula.ExistingReplace})
