@@ -69,34 +69,9 @@ func (t *Table) AccessPolicies(ctx context.Context) ([]AccessPolicy, error) {
 // with the service's limits: at most MaxAccessPolicies, IDs of 1 to MaxAccessPolicyID
 // characters and unique, permissions from "raud".
 func (t *Table) SetAccessPolicies(ctx context.Context, policies []AccessPolicy) error {
-	if len(policies) > MaxAccessPolicies {
-		return ErrInvalidInput.WithDetail("%d access policies; a table may have at most %d", len(policies), MaxAccessPolicies)
-	}
-	stored := make([]storedPolicy, 0, len(policies))
-	seen := map[string]bool{}
-	for _, p := range policies {
-		if n := len([]rune(p.ID)); n == 0 || n > MaxAccessPolicyID {
-			return ErrInvalidInput.WithDetail("access policy ID %q has %d characters; it must have 1 to %d", p.ID, n, MaxAccessPolicyID)
-		}
-		if seen[p.ID] {
-			return ErrInvalidInput.WithDetail("access policy ID %q is given twice", p.ID)
-		}
-		seen[p.ID] = true
-		for _, c := range p.Permission {
-			switch c {
-			case 'r', 'a', 'u', 'd':
-			default:
-				return ErrInvalidInput.WithDetail("access policy %q: permission %q is not one of r, a, u, d", p.ID, c)
-			}
-		}
-		sp := storedPolicy{ID: p.ID, Permission: p.Permission}
-		if !p.Start.IsZero() {
-			sp.Start = ticksOf(p.Start)
-		}
-		if !p.Expiry.IsZero() {
-			sp.Expiry = ticksOf(p.Expiry)
-		}
-		stored = append(stored, sp)
+	stored, err := storedPolicies(policies)
+	if err != nil {
+		return err
 	}
 	doc, err := msgpack.Marshal(stored)
 	if err != nil {
@@ -118,4 +93,39 @@ func (t *Table) SetAccessPolicies(ctx context.Context, policies []AccessPolicy) 
 		}
 		return tx.Set(aclKey(rec.ID), doc)
 	})
+}
+
+// storedPolicies checks policies by the service's rules and converts them to their stored
+// form.
+func storedPolicies(policies []AccessPolicy) ([]storedPolicy, error) {
+	if len(policies) > MaxAccessPolicies {
+		return nil, ErrInvalidInput.WithDetail("%d access policies; a table may have at most %d", len(policies), MaxAccessPolicies)
+	}
+	stored := make([]storedPolicy, 0, len(policies))
+	seen := map[string]bool{}
+	for _, p := range policies {
+		if n := len([]rune(p.ID)); n == 0 || n > MaxAccessPolicyID {
+			return nil, ErrInvalidInput.WithDetail("access policy ID %q has %d characters; it must have 1 to %d", p.ID, n, MaxAccessPolicyID)
+		}
+		if seen[p.ID] {
+			return nil, ErrInvalidInput.WithDetail("access policy ID %q is given twice", p.ID)
+		}
+		seen[p.ID] = true
+		for _, c := range p.Permission {
+			switch c {
+			case 'r', 'a', 'u', 'd':
+			default:
+				return nil, ErrInvalidInput.WithDetail("access policy %q: permission %q is not one of r, a, u, d", p.ID, c)
+			}
+		}
+		sp := storedPolicy{ID: p.ID, Permission: p.Permission}
+		if !p.Start.IsZero() {
+			sp.Start = ticksOf(p.Start)
+		}
+		if !p.Expiry.IsZero() {
+			sp.Expiry = ticksOf(p.Expiry)
+		}
+		stored = append(stored, sp)
+	}
+	return stored, nil
 }

@@ -132,6 +132,19 @@
 // (Namespace.SetServiceProperties) and tables' stored access policies
 // (Table.SetAccessPolicies).
 //
+// # Data in and out
+//
+// DB.Export writes a database's tables (every namespace, or those chosen, with their access
+// policies and service properties) to an interchange file, and DB.Import reads one back:
+// JSON Lines, one entity a line in the service's own JSON with odata.type annotations, so
+// any tool reads it, and a trailer that counts what the file holds, so a file cut short is
+// never taken for a whole one. An import is a bulk path, all or nothing: it stages each
+// table under a table ID no catalog entry names and publishes at the file's end, with a
+// policy for entities that exist (Existing) and for Timestamps (KeepTimestamps); a bad line
+// is an *ImportError naming the line, the field and the rule. ExportService and
+// ImportService do the same over any ServiceAPI, so that `tabula export` and `tabula import`
+// (cmd/tabula) copy a real account down to a file and back. Both are beyond the service.
+//
 // # Errors
 //
 // Errors are *Error values carrying the service's error code and HTTP status; compare them

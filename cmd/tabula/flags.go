@@ -43,6 +43,9 @@ type config struct {
 	silent    bool
 	debugFile string
 	logFormat string
+
+	// Data in and out (tabula import and export, cmd/tabula/data.go).
+	importFile, exportOnExit string
 }
 
 // errHelp reports that --help was asked for and answered.
@@ -183,6 +186,11 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (*conf
 			"operation on it, answers 409 TableBeingDeleted meanwhile; 0 frees the name at once,\n"+
 			"as the emulators do")
 	}, "limits", "partition-rate", "account-rate", "faults", "forbid-full-scans", "boundary-continuations", "table-delete-delay", "flavor")
+
+	group("Data in and out", func() {
+		fs.StringVar(&cfg.importFile, "import", "", "load the interchange `file` (see \"tabula export --help\") at start, replacing\nthe entities that exist and keeping the file's Timestamps")
+		fs.StringVar(&cfg.exportOnExit, "export-on-exit", "", "on a clean stop, write every table to the interchange `file`")
+	}, "import", "export-on-exit")
 
 	fs.Usage = func() {} // the caller reports errors; help is printed below
 	if err := fs.Parse(args); err != nil {

@@ -7,6 +7,8 @@
 //
 //	tabula serve [flags]
 //	tabula check --data DIR
+//	tabula export [flags] FILE
+//	tabula import [flags] FILE
 //	tabula version
 //
 // It listens on the loopback interface unless given another address, keeps its data in
@@ -42,6 +44,8 @@ func main() {
 const usage = `Usage:
   tabula serve [flags]     serve the Azure Table API (see "tabula serve --help")
   tabula check --data DIR  verify a database's invariants (see "tabula check --help")
+  tabula export FILE       write tables to an interchange file (see "tabula export --help")
+  tabula import FILE       read an interchange file into tables (see "tabula import --help")
   tabula version           print the version
 `
 
@@ -56,6 +60,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "serve":
 	case "check":
 		return runCheck(ctx, args[1:], stdout, stderr)
+	case "export":
+		return runExport(ctx, args[1:], stdout, stderr)
+	case "import":
+		return runImport(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version", "-v":
 		fmt.Fprintln(stdout, versionLine())
 		return 0

@@ -63,7 +63,22 @@ func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer) (err erro
 	if err != nil {
 		return fmt.Errorf("opening the database in %s: %w", where, err)
 	}
+	if cfg.importFile != "" {
+		p, err := importAtStart(ctx, db, cfg.importFile)
+		if err != nil {
+			db.Close()
+			return fmt.Errorf("--import %s: %w", cfg.importFile, err)
+		}
+		fmt.Fprintf(stdout, "Imported %d tables, %d entities from %s.\n", p.Tables, p.Entities, cfg.importFile)
+	}
 	defer func() {
+		if cfg.exportOnExit != "" && err == nil {
+			if err = exportOnExit(context.WithoutCancel(ctx), db, cfg.exportOnExit); err != nil {
+				err = fmt.Errorf("--export-on-exit %s: %w", cfg.exportOnExit, err)
+			} else {
+				fmt.Fprintf(stdout, "Exported every table to %s.\n", cfg.exportOnExit)
+			}
+		}
 		if cerr := db.Close(); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("closing the database: %w", cerr))
 		} else if err == nil {
