@@ -186,21 +186,7 @@ func TestCrashServe(t *testing.T) {
 	var figures crashFigures
 	next := 0
 	for range cycles(t) {
-		cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--data", dir)
-		cmd.Stderr = os.Stderr
-		out, err := cmd.StdoutPipe()
-		require.NoError(t, err)
-		require.NoError(t, cmd.Start())
-		conn := connectionString(t, out)
-		go func() { _, _ = io.Copy(io.Discard, out) }()
-		svc, err := aztables.NewServiceClientFromConnectionString(conn, &aztables.ClientOptions{
-			ClientOptions: azcore.ClientOptions{Retry: policy.RetryOptions{MaxRetries: -1}}})
-		require.NoError(t, err)
-		client := svc.NewClient(crashTable)
-		if _, err := client.CreateTable(context.Background(), nil); err != nil {
-			var re *azcore.ResponseError
-			require.True(t, errors.As(err, &re) && re.ErrorCode == "TableAlreadyExists", "%v", err)
-		}
+		cmd, client := serveCrashTable(t, bin, "--data", dir)
 
 		// The writer acknowledges on a channel; the kill comes while it goes on writing.
 		acks := make(chan int)
@@ -256,4 +242,27 @@ func sdkActions(t *testing.T, seq int) []aztables.TransactionAction {
 		actions = append(actions, aztables.TransactionAction{ActionType: aztables.TransactionTypeAdd, Entity: b})
 	}
 	return actions
+}
+
+// serveCrashTable starts bin as `tabula serve` on a loopback port with the extra arguments
+// and returns the process and an SDK client of the crash table, created if missing, that
+// retries nothing: a refusal is the writer's signal that the server is gone.
+func serveCrashTable(t *testing.T, bin string, args ...string) (*exec.Cmd, *aztables.Client) {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	conn := connectionString(t, out)
+	go func() { _, _ = io.Copy(io.Discard, out) }()
+	svc, err := aztables.NewServiceClientFromConnectionString(conn, &aztables.ClientOptions{
+		ClientOptions: azcore.ClientOptions{Retry: policy.RetryOptions{MaxRetries: -1}}})
+	require.NoError(t, err)
+	client := svc.NewClient(crashTable)
+	if _, err := client.CreateTable(context.Background(), nil); err != nil {
+		var re *azcore.ResponseError
+		require.True(t, errors.As(err, &re) && re.ErrorCode == "TableAlreadyExists", "%v", err)
+	}
+	return cmd, client
 }

@@ -17,8 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/stretchr/testify/require"
 
@@ -330,25 +328,11 @@ func TestPowerLossServe(t *testing.T) {
 			next := 0
 			for range powerCuts(t) {
 				n, pace := powerRun(rng, false)
-				args := []string{"serve", "--addr", "127.0.0.1:0", "--data", d.mnt}
+				args := []string{"--data", d.mnt}
 				if sync {
 					args = append(args, "--sync-writes")
 				}
-				cmd := exec.Command(bin, args...)
-				cmd.Stderr = os.Stderr
-				out, err := cmd.StdoutPipe()
-				require.NoError(t, err)
-				require.NoError(t, cmd.Start())
-				conn := connectionString(t, out)
-				go func() { _, _ = io.Copy(io.Discard, out) }()
-				svc, err := aztables.NewServiceClientFromConnectionString(conn, &aztables.ClientOptions{
-					ClientOptions: azcore.ClientOptions{Retry: policy.RetryOptions{MaxRetries: -1}}})
-				require.NoError(t, err)
-				client := svc.NewClient(crashTable)
-				if _, err := client.CreateTable(context.Background(), nil); err != nil {
-					var re *azcore.ResponseError
-					require.True(t, errors.As(err, &re) && re.ErrorCode == "TableAlreadyExists", "%v", err)
-				}
+				cmd, client := serveCrashTable(t, bin, args...)
 				acks := make(chan ack)
 				go func(seq int) {
 					defer close(acks)
