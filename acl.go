@@ -42,22 +42,9 @@ func (t *Table) AccessPolicies(ctx context.Context) ([]AccessPolicy, error) {
 	err := t.read(ctx, func(ot *openTable) error {
 		out = nil
 		return t.db.view(ctx, func(tx *storage.Txn) error {
-			_, err := tx.Get(aclKey(ot.rec.ID), func(v []byte) error {
-				var stored []storedPolicy
-				if err := msgpack.Unmarshal(v, &stored); err != nil {
-					return errCorrupt("access policies: " + err.Error())
-				}
-				for _, p := range stored {
-					ap := AccessPolicy{ID: p.ID, Permission: p.Permission}
-					if p.Start != 0 {
-						ap.Start = timeOfTicks(p.Start)
-					}
-					if p.Expiry != 0 {
-						ap.Expiry = timeOfTicks(p.Expiry)
-					}
-					out = append(out, ap)
-				}
-				return nil
+			_, err := tx.Get(aclKey(ot.rec.ID), func(v []byte) (err error) {
+				out, err = decodeAccessPolicies(v)
+				return err
 			})
 			return err
 		})

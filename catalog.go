@@ -124,6 +124,9 @@ func (db *DB) DeleteTable(ctx context.Context, name string) error {
 // DB.DeleteTable does.
 func (n *Namespace) DeleteTable(ctx context.Context, name string) error {
 	db := n.db
+	// Its steps after the commit must not straddle a Restore (see DB.Restore).
+	db.restoreMu.RLock()
+	defer db.restoreMu.RUnlock()
 	if err := admit(db.service.AdmitTableOp(n.name, partition.KindDeleteTable), "delete table"); err != nil {
 		return err
 	}

@@ -52,6 +52,14 @@ type DB struct {
 	stopDrops context.CancelFunc
 	dropsCtx  context.Context
 
+	// snaps are the snapshots on disk not yet closed, which Close closes; snapMu guards
+	// it and orders taking a snapshot against Close.
+	snapMu sync.Mutex
+	snaps  map[*Snapshot]struct{}
+	// restoreMu is held by Restore, and read-locked by what must not overlap one (the
+	// background drop DeleteTable starts after its commit; Close).
+	restoreMu sync.RWMutex
+
 	closeOnce sync.Once
 	closeErr  error
 	isClosed  atomic.Bool
@@ -84,8 +92,8 @@ func open(so storage.Options, opts *Options) (*DB, error) {
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
-	flavor, err := rulesOf(o.Flavor)
-	if err != nil {
+	// Checked before the store opens; openOn takes it from the options again.
+	if _, err := rulesOf(o.Flavor); err != nil {
 		return nil, err
 	}
 	so.SyncWrites = o.SyncWrites
@@ -107,6 +115,25 @@ func open(so storage.Options, opts *Options) (*DB, error) {
 		logger.Warn("tabula: the disk has less free space than the reserve (Options.DiskReserve): writes are refused until it has",
 			"dir", so.Dir, "err", storageError(err))
 	}
+	return openOn(store, &o, so.Dir, nil)
+}
+
+// openOn opens a DB on an open store, of the directory dir ("" in memory). lastTicks, when
+// set, is the last Timestamp handed out on the data the store holds (a store opened from a
+// Snapshot, in the current format), and the clock starts there instead of reading the store.
+func openOn(store *storage.DB, opts *Options, dir string, lastTicks *int64) (*DB, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	flavor, err := rulesOf(o.Flavor)
+	if err != nil {
+		_ = store.Close()
+		return nil, err
+	}
 	if o.QueryBudget == 0 {
 		o.QueryBudget = DefaultQueryBudget
 	}
@@ -119,11 +146,12 @@ func open(so storage.Options, opts *Options) (*DB, error) {
 	db.deleting.delay = max(o.TableDeleteDelay, 0)
 	db.flavor = flavor
 	db.dropsCtx, db.stopDrops = context.WithCancel(context.Background())
-	if err := db.openFormat(so.Dir, o.Logger); err != nil {
+	if lastTicks != nil {
+		db.lastTicks = *lastTicks
+	} else if err := db.openFormat(dir, o.Logger); err != nil {
 		_ = store.Close()
 		return nil, err
-	}
-	if err := db.loadClock(); err != nil {
+	} else if err := db.loadClock(); err != nil {
 		_ = store.Close()
 		return nil, err
 	}
@@ -137,7 +165,12 @@ func open(so storage.Options, opts *Options) (*DB, error) {
 // Close waits for background work and closes the database. Calling it again is harmless.
 func (db *DB) Close() error {
 	db.closeOnce.Do(func() {
+		db.restoreMu.Lock()
+		defer db.restoreMu.Unlock()
+		db.snapMu.Lock()
 		db.isClosed.Store(true)
+		db.snapMu.Unlock()
+		db.closeSnapshots()
 		db.stopDrops()
 		db.drops.Wait()
 		db.saveClock()

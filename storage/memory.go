@@ -57,7 +57,9 @@ type memSnapshot struct {
 // started before it is still running.
 type memCommit struct {
 	keys [][]byte
-	next *memCommit // guarded by memDB.mu
+	// everything says the commit replaced every key (a Restore): it conflicts with all.
+	everything bool
+	next       *memCommit // guarded by memDB.mu
 }
 
 // errMemConflict reports that a transaction read something a later commit changed.
@@ -262,6 +264,9 @@ func (t *memTxn) commit() error {
 }
 
 func (t *memTxn) conflicts(c *memCommit) bool {
+	if c.everything {
+		return true
+	}
 	for _, k := range c.keys {
 		if _, ok := t.reads[maphash.Bytes(t.db.seed, k)]; ok {
 			return true
