@@ -56,6 +56,9 @@ type DB struct {
 	// it and orders taking a snapshot against Close.
 	snapMu sync.Mutex
 	snaps  map[*Snapshot]struct{}
+	// base is the snapshot the store's data came from (Snapshot.Open, Restore), if any:
+	// tables not resolved since hold its data (see storedStats).
+	base atomic.Pointer[Snapshot]
 	// restoreMu is held by Restore, and read-locked by what must not overlap one (the
 	// background drop DeleteTable starts after its commit; Close).
 	restoreMu sync.RWMutex

@@ -109,7 +109,7 @@ func (db *DB) resolve(ctx context.Context, ns, name string) (*openTable, error) 
 				return err
 			}
 			// In the same snapshot: no write reaches the table before it is cached.
-			stored, err = countStored(ctx, tx, rec.ID)
+			stored, err = db.storedStats(ctx, tx, rec.ID)
 			return err
 		})
 		if err != nil {

@@ -33,6 +33,11 @@ type Snapshot struct {
 	// db is the database on disk the snapshot reads, which closes it on Close; nil in memory.
 	db        *DB
 	closeOnce sync.Once
+
+	// stats caches what each table holds per PartitionKey (countStored), for the databases
+	// opened from or restored to the snapshot: see DB.storedStats.
+	statsMu sync.Mutex
+	stats   map[uint64][]storedPartition
 }
 
 // ErrRestoreOnDisk is Tabula's own error (not the service's) for DB.Restore on a database on
@@ -110,7 +115,11 @@ func (s *Snapshot) Open(opts *Options) (*DB, error) {
 	if err != nil {
 		return nil, storageError(err)
 	}
-	return openOn(store, opts, "", &s.lastTicks)
+	db, err := openOn(store, opts, "", &s.lastTicks)
+	if err == nil && s.store.InMemory() {
+		db.base.Store(s)
+	}
+	return db, err
 }
 
 // Restore puts the database back to the snapshot, at once: afterwards it holds exactly what
@@ -164,6 +173,9 @@ func (db *DB) Restore(ctx context.Context, s *Snapshot) error {
 		db.service.DropTable(ns, serviceTableName(ns, ot.rec.Name))
 	}
 	err := db.store.Restore(s.store)
+	if err == nil {
+		db.base.Store(s)
+	}
 	db.open.gen.Add(1)
 	db.open.mu.Unlock()
 	if err != nil {
@@ -182,6 +194,36 @@ func (db *DB) Restore(ctx context.Context, s *Snapshot) error {
 	db.deleting.since = nil
 	db.deleting.mu.Unlock()
 	return db.resumeDrops()
+}
+
+// storedStats returns what the table whose ID is id holds, per PartitionKey, for its first
+// resolution (see resolve). A database opened from a snapshot, or restored to one, holds the
+// snapshot's data in every table not resolved since, because every write to a table
+// resolves it first: the count comes from the snapshot, once for all its databases, and a
+// table's first use in a copy costs what it has partitions, not entities.
+func (db *DB) storedStats(ctx context.Context, tx *storage.Txn, id uint64) ([]storedPartition, error) {
+	s := db.base.Load()
+	if s == nil {
+		return countStored(ctx, tx, id)
+	}
+	s.statsMu.Lock()
+	defer s.statsMu.Unlock()
+	if p, ok := s.stats[id]; ok {
+		return p, nil
+	}
+	var p []storedPartition
+	err := s.store.View(func(tx *storage.Txn) (err error) {
+		p, err = countStored(ctx, tx, id)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if s.stats == nil {
+		s.stats = map[uint64][]storedPartition{}
+	}
+	s.stats[id] = p
+	return p, nil
 }
 
 // SnapshotTable is a table as a Snapshot holds it.

@@ -1,0 +1,143 @@
+package bench
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/tabuladb/tabula"
+)
+
+// snapshotEntities is the size of the fixture a snapshot is taken of: 1,000 partitions of
+// 100 entities, each with a 100-byte property.
+const snapshotEntities = 100_000
+
+var (
+	snapshotOnce sync.Once
+	snapshotFix  *tabula.Snapshot
+	snapshotErr  error
+)
+
+// snapshotFixture returns an in-memory snapshot of a database holding one table, Fixture,
+// of snapshotEntities entities, built once per process.
+func snapshotFixture(b *testing.B) *tabula.Snapshot {
+	b.Helper()
+	snapshotOnce.Do(func() {
+		db, err := tabula.OpenInMemory(nil)
+		if err != nil {
+			snapshotErr = err
+			return
+		}
+		defer db.Close()
+		t, err := db.CreateTable(ctx, "Fixture")
+		if err != nil {
+			snapshotErr = err
+			return
+		}
+		pad := tabula.String(strings.Repeat("x", 100))
+		for p := range snapshotEntities / tabula.MaxTransactionActions {
+			actions := make([]tabula.Action, 0, tabula.MaxTransactionActions)
+			for r := range tabula.MaxTransactionActions {
+				actions = append(actions, tabula.Action{Kind: tabula.ActionInsert, Entity: tabula.Entity{
+					PartitionKey: fmt.Sprintf("p%04d", p), RowKey: fmt.Sprintf("r%03d", r),
+					Properties: tabula.Properties{"Pad": pad},
+				}})
+			}
+			if _, err := t.SubmitTransaction(ctx, actions); err != nil {
+				snapshotErr = err
+				return
+			}
+		}
+		snapshotFix, snapshotErr = db.Snapshot(ctx)
+	})
+	if snapshotErr != nil {
+		b.Fatal(snapshotErr)
+	}
+	return snapshotFix
+}
+
+// BenchmarkSnapshotOpen opens a database from an in-memory snapshot of 100,000 entities:
+// open is Snapshot.Open alone (the databases are closed outside the timer), the cost a test
+// pays for its own copy of the fixture; open-close closes it too; first-write also inserts
+// an entity into the fixture's table and reads one back, the first touch of a table that
+// a test's copy pays; restore puts one database back to the snapshot (DB.Restore), what a
+// suite pays between tests.
+func BenchmarkSnapshotOpen(b *testing.B) {
+	snap := snapshotFixture(b)
+	b.Run("open", func(b *testing.B) {
+		b.ReportAllocs()
+		const batch = 1000
+		dbs := make([]*tabula.DB, 0, batch)
+		closeAll := func() {
+			b.StopTimer()
+			for _, db := range dbs {
+				if err := db.Close(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			dbs = dbs[:0]
+			b.StartTimer()
+		}
+		for b.Loop() {
+			db, err := snap.Open(nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if dbs = append(dbs, db); len(dbs) == batch {
+				closeAll()
+			}
+		}
+		closeAll()
+	})
+	b.Run("open-close", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			db, err := snap.Open(nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := db.Close(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("first-write", func(b *testing.B) {
+		b.ReportAllocs()
+		e := tabula.Entity{PartitionKey: "p0500", RowKey: "new", Properties: tabula.Properties{"Name": tabula.String("mine")}}
+		for b.Loop() {
+			db, err := snap.Open(nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			t := db.Table("Fixture")
+			if _, err := t.Insert(ctx, e); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := t.Get(ctx, "p0999", "r099"); err != nil {
+				b.Fatal(err)
+			}
+			if err := db.Close(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("restore", func(b *testing.B) {
+		db, err := snap.Open(nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer db.Close()
+		t := db.Table("Fixture")
+		e := tabula.Entity{PartitionKey: "p0500", RowKey: "new"}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := t.Insert(ctx, e); err != nil {
+				b.Fatal(err)
+			}
+			if err := db.Restore(ctx, snap); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
