@@ -145,6 +145,16 @@
 // ImportService do the same over any ServiceAPI, so that `tabula export` and `tabula import`
 // (cmd/tabula) copy a real account down to a file and back. Both are beyond the service.
 //
+// # Snapshots
+//
+// DB.Snapshot takes the whole database as it is at one instant, beyond the service. Of an
+// in-memory database it is an immutable copy-on-write tree: Snapshot.Open opens a new,
+// independent database from it and DB.Restore puts a database back to it, each in a few
+// microseconds whatever the data, so a fixture seeded once gives every test a copy of its
+// own. Of a database on disk it is a consistent view for export and backup while the
+// database serves writes. Either reads every table of every namespace with its entities,
+// access policies and service properties (Snapshot.Tables, Snapshot.Entities …).
+//
 // # Errors
 //
 // Errors are *Error values carrying the service's error code and HTTP status; compare them
