@@ -37,7 +37,16 @@ type Server struct {
 // Start opens an in-memory DB with opts (nil for the defaults) and serves it on a loopback
 // port. Close it when done; NewServer does that for a test.
 func Start(opts *tabula.Options) (*Server, error) {
-	s, err := start(opts)
+	db, err := tabula.OpenInMemory(opts)
+	if err != nil {
+		return nil, err
+	}
+	return startOn(db)
+}
+
+// startOn serves db on a loopback port, closing it on failure.
+func startOn(db *tabula.DB) (*Server, error) {
+	s, err := start(db)
 	if err != nil {
 		return nil, err
 	}
@@ -50,7 +59,16 @@ func Start(opts *tabula.Options) (*Server, error) {
 // StartInProcess is Start without a listener: the server is reachable only through
 // Transport, so no socket is ever opened.
 func StartInProcess(opts *tabula.Options) (*Server, error) {
-	s, err := start(opts)
+	db, err := tabula.OpenInMemory(opts)
+	if err != nil {
+		return nil, err
+	}
+	return inProcessOn(db)
+}
+
+// inProcessOn serves db without a listener, closing it on failure.
+func inProcessOn(db *tabula.DB) (*Server, error) {
+	s, err := start(db)
 	if err != nil {
 		return nil, err
 	}
@@ -59,11 +77,7 @@ func StartInProcess(opts *tabula.Options) (*Server, error) {
 	return s, nil
 }
 
-func start(opts *tabula.Options) (*Server, error) {
-	db, err := tabula.OpenInMemory(opts)
-	if err != nil {
-		return nil, err
-	}
+func start(db *tabula.DB) (*Server, error) {
 	h, err := server.New(db, nil)
 	if err != nil {
 		return nil, errors.Join(err, db.Close())

@@ -1,0 +1,97 @@
+package tabulatest_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tabuladb/tabula"
+	"github.com/tabuladb/tabula/tabulatest"
+)
+
+// fixtureEntities is the size of the shared fixture: 100 partitions of 100.
+const fixtureEntities = 10_000
+
+// big is seeded once for the package, when a test first uses it.
+var big = tabulatest.Tables(map[string][]tabula.Entity{"Movies": func() []tabula.Entity {
+	out := make([]tabula.Entity, 0, fixtureEntities)
+	for i := range fixtureEntities {
+		out = append(out, tabula.Entity{PartitionKey: fmt.Sprintf("p%02d", i/100), RowKey: fmt.Sprintf("r%02d", i%100),
+			Properties: tabula.Properties{"I": tabula.Int32(i)}})
+	}
+	return out
+}()})
+
+// A hundred parallel tests each get their own copy of a 10,000-entity fixture: each sees
+// the fixture and its own writes, and no other test's.
+func TestFixtureParallel(t *testing.T) {
+	n, err := tabula.Count(context.Background(), big.Open(t, nil).Table("Movies"), "")
+	require.NoError(t, err)
+	require.EqualValues(t, fixtureEntities, n)
+	for i := range 100 {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			srv := big.NewInProcess(t, nil)
+			svc, err := aztables.NewServiceClientFromConnectionString(srv.ConnectionString(),
+				&aztables.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: srv.Transport()}})
+			require.NoError(t, err)
+			movies := svc.NewClient("Movies")
+			got, err := movies.GetEntity(ctx, "p42", "r07", nil)
+			require.NoError(t, err)
+			assert.Contains(t, string(got.Value), `"I":4207`)
+			mine, err := json.Marshal(map[string]any{"PartitionKey": "mine", "RowKey": fmt.Sprint(i)})
+			require.NoError(t, err)
+			_, err = movies.AddEntity(ctx, mine, nil)
+			require.NoError(t, err)
+			n, err := tabula.Count(ctx, srv.DB.Table("Movies"), "PartitionKey eq 'p42'")
+			require.NoError(t, err)
+			assert.EqualValues(t, 100, n)
+			mineOnly, err := tabula.Count(ctx, srv.DB.Table("Movies"), "PartitionKey eq 'mine'")
+			require.NoError(t, err)
+			assert.EqualValues(t, 1, mineOnly, "no other test's writes")
+		})
+	}
+}
+
+// A fixture from a Go value holds its tables and entities in order; a failed seed fails
+// every test that uses it, with its error.
+func TestFixtureKinds(t *testing.T) {
+	ctx := context.Background()
+	fix := tabulatest.Seed(func(ctx context.Context, db *tabula.DB) error {
+		if _, err := db.Namespace("other").CreateTable(ctx, "Elsewhere"); err != nil {
+			return err
+		}
+		return db.Namespace("").SetServiceProperties(ctx, []byte("<props/>"))
+	})
+	db := fix.Open(t, nil)
+	_, err := db.Namespace("other").Table("Elsewhere").AccessPolicies(ctx)
+	require.NoError(t, err, "the seeded table")
+	props, err := db.Namespace("").ServiceProperties(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, "<props/>", string(props))
+
+	snap, err := fix.Snapshot()
+	require.NoError(t, err)
+	again := tabulatest.FromSnapshot(snap).Open(t, nil)
+	_, err = again.Namespace("other").Table("Elsewhere").AccessPolicies(ctx)
+	require.NoError(t, err)
+
+	broken := tabulatest.Seed(func(context.Context, *tabula.DB) error { return errors.New("no fixture today") })
+	_, err = broken.Start(nil)
+	assert.ErrorContains(t, err, "no fixture today")
+	_, err = broken.StartInProcess(nil)
+	assert.ErrorContains(t, err, "no fixture today", "the error stays")
+
+	dup := tabulatest.Tables(map[string][]tabula.Entity{"Dup": {{PartitionKey: "p", RowKey: "r"}, {PartitionKey: "p", RowKey: "r"}}})
+	_, err = dup.Snapshot()
+	assert.ErrorContains(t, err, "table Dup")
+	assert.ErrorIs(t, err, tabula.ErrInvalidDuplicateRow)
+}
