@@ -6,7 +6,11 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+
 	"github.com/tabuladb/tabula"
+	"github.com/tabuladb/tabula/tabulatest"
 )
 
 // snapshotEntities is the size of the fixture a snapshot is taken of: 1,000 partitions of
@@ -140,4 +144,61 @@ func BenchmarkSnapshotOpen(b *testing.B) {
 			}
 		}
 	})
+}
+
+// fixtureTests is how many tests BenchmarkFixtureParallel runs side by side.
+const fixtureTests = 100
+
+// BenchmarkFixtureParallel runs, per op, 100 "tests" in parallel, each on a copy of its
+// own of a 10,000-entity tabulatest fixture (seeded once): start an in-process server on
+// the copy, read a fixture entity and insert one of its own through the official SDK, and
+// close. B/op is what the 100 tests allocate together; ms/test what one costs of the op.
+func BenchmarkFixtureParallel(b *testing.B) {
+	fix := tabulatest.Tables(map[string][]tabula.Entity{"Movies": func() []tabula.Entity {
+		out := make([]tabula.Entity, 0, 10_000)
+		for i := range 10_000 {
+			out = append(out, tabula.Entity{PartitionKey: fmt.Sprintf("p%02d", i/100), RowKey: fmt.Sprintf("r%02d", i%100),
+				Properties: tabula.Properties{"I": tabula.Int32(i)}})
+		}
+		return out
+	}()})
+	if _, err := fix.Snapshot(); err != nil {
+		b.Fatal(err)
+	}
+	mine := []byte(`{"PartitionKey":"mine","RowKey":"r"}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		var wg sync.WaitGroup
+		errs := make(chan error, fixtureTests)
+		for range fixtureTests {
+			wg.Go(func() {
+				srv, err := fix.StartInProcess(nil)
+				if err != nil {
+					errs <- err
+					return
+				}
+				defer srv.Close()
+				svc, err := aztables.NewServiceClientFromConnectionString(srv.ConnectionString(),
+					&aztables.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: srv.Transport()}})
+				if err != nil {
+					errs <- err
+					return
+				}
+				movies := svc.NewClient("Movies")
+				if _, err := movies.GetEntity(ctx, "p42", "r07", nil); err != nil {
+					errs <- err
+					return
+				}
+				if _, err := movies.AddEntity(ctx, mine, nil); err != nil {
+					errs <- err
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(b.Elapsed().Seconds()*1e3/float64(b.N*fixtureTests), "ms/test")
 }
