@@ -75,6 +75,10 @@ func (db *DB) Snapshot(ctx context.Context) (*Snapshot, error) {
 	return s, nil
 }
 
+// InMemory reports whether the snapshot is of an in-memory database, which Open copies and
+// DB.Restore restores at once.
+func (s *Snapshot) InMemory() bool { return s.store.InMemory() }
+
 // Close releases the snapshot; reading it afterwards fails. A snapshot on disk holds the
 // versions it sees on disk until it is closed, or until its database is. An in-memory
 // snapshot needs no closing: it goes when nothing refers to it, and databases opened from it

@@ -86,6 +86,8 @@ type Server struct {
 	buffers    bufferPool    // large request and response buffers, reused (buffers.go)
 
 	controlMu sync.Mutex // serialises changes through the management API (control.go)
+
+	states savedStates // the saved states of the whole server (snapshots.go)
 }
 
 // New returns a Server for db. It fails if an account is malformed or the DB cannot be read.
