@@ -351,3 +351,57 @@ func TestSnapshotConcurrentClones(t *testing.T) {
 	require.NoError(t, src.Restore(ctx, snap))
 	assert.Equal(t, want, rawStore(t, src))
 }
+
+// A snapshot taken while writers run sees each of their transactions whole or not at all,
+// and reads the same however often it is read.
+func TestSnapshotWhileWriting(t *testing.T) {
+	if bothStores(t, TestSnapshotWhileWriting) {
+		return
+	}
+	ctx := context.Background()
+	db := openTestDB(t, nil)
+	tbl := createTable(t, db, "Pairs")
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 2 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				pk := fmt.Sprintf("w%d-%d", w, i)
+				_, err := tbl.SubmitTransaction(ctx, []Action{
+					{Kind: ActionInsert, Entity: Entity{PartitionKey: pk, RowKey: "a"}},
+					{Kind: ActionInsert, Entity: Entity{PartitionKey: pk, RowKey: "b"}},
+				})
+				assert.NoError(t, err)
+			}
+		})
+	}
+	read := func(s *Snapshot) []string {
+		var out []string
+		for st, err := range s.Tables(ctx) {
+			require.NoError(t, err)
+			for e, err := range s.Entities(ctx, st) {
+				require.NoError(t, err)
+				out = append(out, e.PartitionKey+"/"+e.RowKey)
+			}
+		}
+		return out
+	}
+	for range 5 {
+		snap, err := db.Snapshot(ctx)
+		require.NoError(t, err)
+		first := read(snap)
+		require.Equal(t, 0, len(first)%2, "pairs are whole")
+		for i := 0; i < len(first); i += 2 {
+			assert.Equal(t, first[i][:len(first[i])-1]+"b", first[i+1])
+		}
+		assert.Equal(t, first, read(snap), "a snapshot reads the same every time")
+		require.NoError(t, snap.Close())
+	}
+	close(stop)
+	wg.Wait()
+}
