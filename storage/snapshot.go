@@ -31,8 +31,8 @@ type Snapshot struct {
 	released bool
 }
 
-// ErrReleased reports a read of a released Snapshot.
-var ErrReleased = errors.New("storage: the snapshot was released")
+// errReleased reports a read of a released Snapshot.
+var errReleased = errors.New("storage: the snapshot was released")
 
 // ErrOnDisk reports an operation only an in-memory store offers.
 var ErrOnDisk = errors.New("storage: only an in-memory store can do that")
@@ -67,7 +67,7 @@ func (s *Snapshot) View(fn func(*Txn) error) error {
 	s.rw.RLock()
 	defer s.rw.RUnlock()
 	if s.released {
-		return ErrReleased
+		return errReleased
 	}
 	return fn(&Txn{t: s.txn, db: s.db})
 }

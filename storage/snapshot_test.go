@@ -70,7 +70,7 @@ func TestSnapshotRelease(t *testing.T) {
 	assert.False(t, s.InMemory())
 	s.Release()
 	s.Release()
-	assert.ErrorIs(t, s.View(func(*Txn) error { return nil }), ErrReleased)
+	assert.ErrorIs(t, s.View(func(*Txn) error { return nil }), errReleased)
 	assert.ErrorIs(t, db.Restore(s), ErrOnDisk)
 }
 

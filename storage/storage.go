@@ -7,10 +7,12 @@
 //     hide conflict retries, with Txn's point reads and writes and Iterator's streaming
 //     range scans; DeleteRange for dropped tables; Full, whether the disk is below the
 //     reserve (space.go), and Options.OnFull, told of the first write refused for it;
+//   - Snapshot (snapshot.go), the store at one instant: read (View), copied into a new
+//     in-memory store (Open) or restored into one (DB.Restore);
 //   - the key codec (AppendPart and friends, codec.go), whose byte order is the service's
 //     UTF-16 code-unit order (see internal/keyorder);
 //   - the errors the root package maps to the service's: ErrDiskFull, ErrContention,
-//     ErrTooLarge.
+//     ErrTooLarge, ErrOnDisk.
 //
 // It knows nothing of tables or entities. bench's raw-Badger baseline writes the same bytes
 // with Badger directly, from the format's description, and checks that they match.
