@@ -2,6 +2,7 @@ package tabula
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -341,12 +342,33 @@ func TestSnapshotConcurrentClones(t *testing.T) {
 			assert.NoError(t, err)
 		}
 	})
+	// And tables come and go, in the snapshot's catalog and outside it: a restore may
+	// undo any step, but never leaves the catalog, the data and the statistics apart.
 	wg.Go(func() {
-		for range 5 {
+		for j := range writes {
+			for _, name := range []string{"Churn", "books"} {
+				tbl, err := src.CreateTable(ctx, name)
+				if err != nil {
+					assert.ErrorIs(t, err, ErrTableAlreadyExists)
+					tbl = src.Table(name)
+				}
+				_, err = tbl.Insert(ctx, Entity{PartitionKey: "churn", RowKey: fmt.Sprint(j)})
+				if err != nil && !errors.Is(err, ErrTableNotFound) {
+					assert.ErrorIs(t, err, ErrEntityAlreadyExists)
+				}
+				if err := src.DeleteTable(ctx, name); err != nil {
+					assert.ErrorIs(t, err, ErrResourceNotFound)
+				}
+			}
+		}
+	})
+	wg.Go(func() {
+		for range 20 {
 			assert.NoError(t, src.Restore(ctx, snap))
 		}
 	})
 	wg.Wait()
+	src.drops.Wait()
 	require.NoError(t, src.Check(ctx))
 	require.NoError(t, src.Restore(ctx, snap))
 	assert.Equal(t, want, rawStore(t, src))
