@@ -50,6 +50,9 @@ const dropBatch = 256
 // operation of the service: fault injection and the limits do not apply to it.
 func (n *Namespace) Drop(ctx context.Context) error {
 	db := n.db
+	// Its steps after each commit must not straddle a Restore (see DB.Restore).
+	db.restoreMu.RLock()
+	defer db.restoreMu.RUnlock()
 	for {
 		type dropped struct {
 			id   uint64

@@ -142,4 +142,26 @@
 //	ADMIN=… # the admin key tabula serve printed
 //	curl -u _tabula:$ADMIN -X POST http://127.0.0.1:10002/_tabula/api/accounts
 //	curl -u _tabula:$ADMIN -X DELETE http://127.0.0.1:10002/_tabula/api/accounts/t2fh4…
+//
+// # Resetting to a fixture: saved states
+//
+// A suite in any language saves the whole server's state by name once it has loaded its
+// fixture, and restores it between tests: every account's tables, entities, access policies
+// and service properties, and the accounts created through the accounts API, as they were
+// when saved (the knobs above are not state and stay as they are). In memory both cost
+// microseconds whatever the data (tabula.Snapshot); a server on disk (--data) refuses both
+// with 409, since a restore there would rewrite the data. The administrator's credential only,
+// as the state is every account's (Server.SaveSnapshot and friends are the same in Go):
+//
+//	GET    /_tabula/api/snapshots                 {"snapshots":[{"name":"…","saved":"…"},…]}
+//	POST   /_tabula/api/snapshots/{name}          save the state as name, replacing → 201
+//	GET    /_tabula/api/snapshots/{name}          {"name":"…","saved":"…"}, or 404
+//	POST   /_tabula/api/snapshots/{name}/restore  put the server back to it → 204, or 404
+//	DELETE /_tabula/api/snapshots/{name}          forget it → 204, or 404
+//
+// A name is 1 to 63 ASCII letters, digits, '-', '_' and '.'; a server keeps at most
+// MaxSnapshots (100) states, each holding only what has changed since it was saved.
+//
+//	curl -u _tabula:$ADMIN -X POST http://127.0.0.1:10002/_tabula/api/snapshots/fixture
+//	curl -u _tabula:$ADMIN -X POST http://127.0.0.1:10002/_tabula/api/snapshots/fixture/restore
 package server

@@ -16,6 +16,8 @@ func (s *Server) serveManagement(w http.ResponseWriter, r *http.Request, who pri
 		s.serveInsight(w, r, who, path)
 	case path == "accounts", strings.HasPrefix(path, "accounts/"):
 		s.serveAccounts(w, r, who, strings.TrimPrefix(strings.TrimPrefix(path, "accounts"), "/"))
+	case path == "snapshots", strings.HasPrefix(path, "snapshots/"):
+		s.serveSnapshots(w, r, who.admin, strings.TrimPrefix(path, "snapshots"))
 	default:
 		s.serveControl(w, r, who, path)
 	}

@@ -15,7 +15,8 @@ import (
 // Saved states of the whole server, by name: what a test suite in any language resets to
 // between tests (Tabula's own, beyond the service, as LocalStack's state snapshots are).
 // A state is a tabula.Snapshot of the server's database, every account's tables, entities,
-// access policies and service properties; not the management API's knobs (limits, faults,
+// access policies and service properties, with the accounts created through the management
+// API (api/accounts) then; not the management API's knobs (limits, faults,
 // query switches), which are steering, not state. Of an in-memory database (tabula serve
 // without --data) saving and restoring each cost microseconds whatever the data, and a saved
 // state holds only what has changed since; on disk a restore would mean rewriting the data,
@@ -42,6 +43,8 @@ type savedStates struct {
 type savedState struct {
 	snap  *tabula.Snapshot
 	saved time.Time
+	// created are the accounts created through the management API when it was saved.
+	created []*accountEntry
 }
 
 // Errors of the saved states, each with its HTTP status on the management API.
@@ -69,7 +72,17 @@ func (s *Server) SaveSnapshot(ctx context.Context, name string) (SnapshotInfo, e
 	if !validSnapshotName(name) {
 		return SnapshotInfo{}, errSnapshotName
 	}
+	// The accounts and their data as of one instant: no account is created or deleted
+	// meanwhile.
+	s.dir.mu.Lock()
 	snap, err := s.db.Snapshot(ctx)
+	var created []*accountEntry
+	for _, name := range s.dir.order {
+		if e := s.dir.get(name); e != nil && e.created {
+			created = append(created, e)
+		}
+	}
+	s.dir.mu.Unlock()
 	if err != nil {
 		return SnapshotInfo{}, err
 	}
@@ -86,7 +99,7 @@ func (s *Server) SaveSnapshot(ctx context.Context, name string) (SnapshotInfo, e
 	if st.m == nil {
 		st.m = map[string]savedState{}
 	}
-	saved := savedState{snap: snap, saved: s.clock()}
+	saved := savedState{snap: snap, saved: s.clock(), created: created}
 	st.m[name] = saved
 	return SnapshotInfo{Name: name, Saved: saved.saved}, nil
 }
@@ -98,11 +111,42 @@ func (s *Server) RestoreSnapshot(ctx context.Context, name string) error {
 	if !ok {
 		return ErrSnapshotNotFound
 	}
+	d := &s.dir
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	err := s.db.Restore(ctx, saved.snap)
 	if errors.Is(err, tabula.ErrRestoreOnDisk) {
 		return ErrSnapshotsOnDisk
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	// The accounts created through the management API come back as they were: those created
+	// since go (their data went with the restore), those deleted since return, with their
+	// keys and their data.
+	keep := make(map[string]*accountEntry, len(saved.created))
+	for _, e := range saved.created {
+		keep[e.Name] = e
+	}
+	order := d.order[:0:0]
+	for _, name := range d.order {
+		e := d.get(name)
+		switch {
+		case e == nil:
+		case !e.created:
+			order = append(order, name)
+		case keep[name] != e:
+			d.byName.Delete(name)
+			liveCreated.Delete(liveNamespace{s.db, e.ns.Name()})
+		}
+	}
+	for _, e := range saved.created {
+		d.byName.Store(e.Name, e)
+		liveCreated.Store(liveNamespace{s.db, e.ns.Name()}, struct{}{})
+		order = append(order, e.Name)
+	}
+	d.order, d.created = order, len(saved.created)
+	return nil
 }
 
 // DeleteSnapshot forgets the state saved under name.
@@ -149,8 +193,7 @@ func (s *Server) state(name string) (savedState, bool) {
 // Each is the administrator's alone: the state is every account's.
 func (s *Server) serveSnapshots(w http.ResponseWriter, r *http.Request, admin bool, path string) {
 	if !admin {
-		writeControlError(w, &controlError{status: http.StatusForbidden,
-			message: "saved states are the whole server's: only the administrator may use them, as user " + reservedAccountName + " with the admin key"})
+		writeControlError(w, errAdminOnly)
 		return
 	}
 	path = strings.TrimPrefix(path, "/")

@@ -91,3 +91,55 @@ func TestSnapshotsOnDiskRefused(t *testing.T) {
 	assert.True(t, errors.Is(err, server.ErrSnapshotsOnDisk), "%v", err)
 	assert.Empty(t, srv.Handler.Snapshots())
 }
+
+// Over HTTP with the administrator's credential, as a suite in any language resets its
+// server: an SDK client writes, the state is saved, the client writes more (and an account
+// is created, another deleted), and the restore brings back the saved state, accounts
+// included. An account's credential is refused.
+func TestSnapshotsOverHTTP(t *testing.T) {
+	a := newAdminServer(t)
+	dev := server.DevelopmentAccount()
+	svc := sdkClient(t, dev.ConnectionString(a.url))
+	movies := svc.NewClient("Movies")
+	_, err := movies.CreateTable(ctx, nil)
+	require.NoError(t, err)
+	_, err = movies.AddEntity(ctx, []byte(`{"PartitionKey":"p","RowKey":"fixture"}`), nil)
+	require.NoError(t, err)
+	kept := a.create(`{"name":"keptacct"}`)
+	_, err = sdkClient(t, kept.ConnectionString).CreateTable(ctx, "Kept", nil)
+	require.NoError(t, err)
+
+	status, body := a.call(dev.Name, dev.Keys[0], "POST", "snapshots/fixture", "")
+	assert.Equal(t, 403, status, body)
+	status, body = a.admin("POST", "snapshots/fixture", "")
+	require.Equal(t, 201, status, body)
+	assert.Contains(t, body, `"name":"fixture"`)
+
+	_, err = movies.AddEntity(ctx, []byte(`{"PartitionKey":"p","RowKey":"test"}`), nil)
+	require.NoError(t, err)
+	_, err = movies.DeleteEntity(ctx, "p", "fixture", nil)
+	require.NoError(t, err)
+	later := a.create(`{"name":"lateracct"}`)
+	status, body = a.admin("DELETE", "accounts/keptacct", "")
+	require.Equal(t, 204, status, body)
+
+	status, body = a.admin("POST", "snapshots/fixture/restore", "")
+	require.Equal(t, 204, status, body)
+	assert.Equal(t, []string{"p/fixture"}, entityKeys(t, movies))
+	assert.Equal(t, []string{"Kept"}, tableNames(t, sdkClient(t, kept.ConnectionString)), "a deleted account comes back, with its key and data")
+	_, err = sdkClient(t, later.ConnectionString).CreateTable(ctx, "Later", nil)
+	assert.Error(t, err, "an account created since is gone")
+	status, body = a.admin("GET", "accounts", "")
+	require.Equal(t, 200, status)
+	assert.Contains(t, body, "keptacct")
+	assert.NotContains(t, body, "lateracct")
+	require.NoError(t, a.db.Check(ctx))
+
+	status, body = a.admin("GET", "snapshots", "")
+	assert.Equal(t, 200, status)
+	assert.Contains(t, body, `"name":"fixture"`)
+	status, _ = a.admin("DELETE", "snapshots/fixture", "")
+	assert.Equal(t, 204, status)
+	status, _ = a.admin("POST", "snapshots/fixture/restore", "")
+	assert.Equal(t, 404, status)
+}
