@@ -427,3 +427,41 @@ func TestSnapshotWhileWriting(t *testing.T) {
 	close(stop)
 	wg.Wait()
 }
+
+// A snapshot is read from many goroutines at once, on both stores.
+func TestSnapshotConcurrentReads(t *testing.T) {
+	if bothStores(t, TestSnapshotConcurrentReads) {
+		return
+	}
+	ctx := context.Background()
+	db := openTestDB(t, nil)
+	seedForSnapshot(t, db)
+	snap, err := db.Snapshot(ctx)
+	require.NoError(t, err)
+	defer snap.Close()
+	count := func() int {
+		n := 0
+		for st, err := range snap.Tables(ctx) {
+			if !assert.NoError(t, err) {
+				return n
+			}
+			for _, err := range snap.Entities(ctx, st) {
+				assert.NoError(t, err)
+				n++
+			}
+			_, err := snap.AccessPolicies(ctx, st)
+			assert.NoError(t, err)
+		}
+		return n
+	}
+	want := count()
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 5 {
+				assert.Equal(t, want, count())
+			}
+		})
+	}
+	wg.Wait()
+}
