@@ -23,9 +23,12 @@ type Snapshot struct {
 	tree *memTree
 	mu   sync.Mutex
 
-	// On disk: txn is a read-only transaction, guarded by rw: reads hold it read-locked,
-	// Release exclusively, so Release waits for the reads under way.
+	// On disk: txn is a read-only transaction of bdb, guarded by rw: reads hold it
+	// read-locked, Release exclusively, so Release waits for the reads under way. A store
+	// reopened since (writable again once the disk has space, see reopenWritable) has closed
+	// bdb, and the snapshot with it.
 	txn      *badger.Txn
+	bdb      *badger.DB
 	db       *DB
 	rw       sync.RWMutex
 	released bool
@@ -33,6 +36,9 @@ type Snapshot struct {
 
 // errReleased reports a read of a released Snapshot.
 var errReleased = errors.New("storage: the snapshot was released")
+
+// errReopened reports a read of a snapshot on disk whose store was reopened since.
+var errReopened = errors.New("storage: the store was reopened (writable again) since the snapshot; take another")
 
 // ErrOnDisk reports an operation only an in-memory store offers.
 var ErrOnDisk = errors.New("storage: only an in-memory store can do that")
@@ -49,10 +55,12 @@ func (d *DB) Snapshot() (*Snapshot, error) {
 		m.mu.Unlock()
 		return &Snapshot{tree: tree}, nil
 	}
+	d.mu.RLock()
+	defer d.mu.RUnlock()
 	if d.bdb.IsClosed() {
 		return nil, errClosed
 	}
-	return &Snapshot{txn: d.bdb.NewTransaction(false), db: d}, nil
+	return &Snapshot{txn: d.bdb.NewTransaction(false), bdb: d.bdb, db: d}, nil
 }
 
 // InMemory reports whether the snapshot is of an in-memory store.
@@ -69,6 +77,11 @@ func (s *Snapshot) View(fn func(*Txn) error) error {
 	if s.released {
 		return errReleased
 	}
+	s.db.mu.RLock()
+	defer s.db.mu.RUnlock()
+	if s.db.bdb != s.bdb || s.bdb.IsClosed() {
+		return errReopened
+	}
 	return fn(&Txn{t: s.txn, db: s.db})
 }
 
@@ -84,7 +97,12 @@ func (s *Snapshot) Release() {
 	defer s.rw.Unlock()
 	if !s.released {
 		s.released = true
-		s.txn.Discard()
+		s.db.mu.RLock()
+		defer s.db.mu.RUnlock()
+		// A closed Badger has forgotten its transactions.
+		if s.db.bdb == s.bdb && !s.bdb.IsClosed() {
+			s.txn.Discard()
+		}
 	}
 }
 
