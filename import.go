@@ -232,6 +232,10 @@ func (db *DB) importAllInto(ctx context.Context, r io.Reader, opts *ImportOption
 }
 
 func (db *DB) importFile(ctx context.Context, r io.Reader, opts *ImportOptions, root bool) (Progress, error) {
+	// Staged table IDs, and the drops of what was staged, must not straddle a Restore (see
+	// DB.Restore), which would put back a table-ID counter below them.
+	db.restoreMu.RLock()
+	defer db.restoreMu.RUnlock()
 	nsOf := func(account string) string {
 		if root {
 			return ""

@@ -3,6 +3,7 @@ package tabula
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"iter"
 	"slices"
 	"strings"
@@ -35,9 +36,12 @@ type Snapshot struct {
 	closeOnce sync.Once
 
 	// stats caches what each table holds per PartitionKey (countStored), for the databases
-	// opened from or restored to the snapshot: see DB.storedStats.
-	statsMu sync.Mutex
-	stats   map[uint64][]storedPartition
+	// opened from or restored to the snapshot: see DB.storedStats. nextID is the snapshot's
+	// table-ID counter, read with the first count (haveNextID).
+	statsMu    sync.Mutex
+	stats      map[uint64][]storedPartition
+	nextID     uint64
+	haveNextID bool
 }
 
 // ErrRestoreOnDisk is Tabula's own error (not the service's) for DB.Restore on a database on
@@ -202,9 +206,11 @@ func (db *DB) Restore(ctx context.Context, s *Snapshot) error {
 
 // storedStats returns what the table whose ID is id holds, per PartitionKey, for its first
 // resolution (see resolve). A database opened from a snapshot, or restored to one, holds the
-// snapshot's data in every table not resolved since, because every write to a table
-// resolves it first: the count comes from the snapshot, once for all its databases, and a
-// table's first use in a copy costs what it has partitions, not entities.
+// snapshot's data in every table of the snapshot not resolved since, because every write to
+// an existing table resolves it first: the count comes from the snapshot, once for all its
+// databases, and a table's first use in a copy costs what it has partitions, not entities.
+// A table ID the snapshot had not handed out yet (a table created since, an import's staged
+// table, written before it is published) is counted in the database itself.
 func (db *DB) storedStats(ctx context.Context, tx *storage.Txn, id uint64) ([]storedPartition, error) {
 	s := db.base.Load()
 	if s == nil {
@@ -214,6 +220,23 @@ func (db *DB) storedStats(ctx context.Context, tx *storage.Txn, id uint64) ([]st
 	defer s.statsMu.Unlock()
 	if p, ok := s.stats[id]; ok {
 		return p, nil
+	}
+	if !s.haveNextID {
+		err := s.store.View(func(tx *storage.Txn) error {
+			s.nextID = 1
+			_, err := tx.Get(nextTableIDKey, func(v []byte) error {
+				s.nextID = binary.BigEndian.Uint64(v)
+				return nil
+			})
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		s.haveNextID = true
+	}
+	if id >= s.nextID {
+		return countStored(ctx, tx, id)
 	}
 	var p []storedPartition
 	err := s.store.View(func(tx *storage.Txn) (err error) {

@@ -1,6 +1,7 @@
 package tabula
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -464,4 +465,37 @@ func TestSnapshotConcurrentReads(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// An import into a copy of a snapshot, or into a restored database, publishes tables the
+// snapshot never had: their statistics count what the import wrote, not what the snapshot
+// held under that ID (nothing).
+func TestSnapshotCopyImports(t *testing.T) {
+	ctx := context.Background()
+	src, err := OpenInMemory(nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { closeChecked(t, src) })
+	seedForSnapshot(t, src)
+	var file bytes.Buffer
+	require.NoError(t, src.Export(ctx, &file, nil))
+	snap, err := src.Snapshot(ctx)
+	require.NoError(t, err)
+
+	c, err := snap.Open(nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { closeChecked(t, c) })
+	_, err = c.Import(ctx, bytes.NewReader(file.Bytes()), &ImportOptions{Namespaces: map[string]string{"": "copied", "alice": "copied2"}})
+	require.NoError(t, err)
+	n, err := Count(ctx, c.Namespace("copied").Table("Movies"), "")
+	require.NoError(t, err)
+	assert.EqualValues(t, 5, n)
+	require.NoError(t, c.Check(ctx), "the imported table's statistics")
+
+	require.NoError(t, c.Restore(ctx, snap))
+	_, err = c.Import(ctx, bytes.NewReader(file.Bytes()), &ImportOptions{Namespaces: map[string]string{"": "again", "alice": "again2"}})
+	require.NoError(t, err)
+	n, err = Count(ctx, c.Namespace("again2").Table("books"), "")
+	require.NoError(t, err)
+	assert.EqualValues(t, 5, n)
+	require.NoError(t, c.Check(ctx))
 }
