@@ -1,10 +1,14 @@
 package tabulatest
 
 import (
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -92,6 +96,32 @@ func insertAll(ctx context.Context, t *tabula.Table, entities []tabula.Entity) e
 		actions = append(actions, tabula.Action{Kind: tabula.ActionInsert, Entity: e})
 	}
 	return flush()
+}
+
+// File returns a fixture of an interchange file (see tabula.DB.Import; gzip-compressed when
+// its name ends in .gz), every account's tables imported into the root namespace, which is
+// the development account's on a server, with opts (nil for the defaults).
+func File(path string, opts *tabula.ImportOptions) *Fixture {
+	return Seed(func(ctx context.Context, db *tabula.DB) error {
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		var r io.Reader = f
+		if strings.HasSuffix(path, ".gz") {
+			gz, err := gzip.NewReader(f)
+			if err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
+			defer gz.Close()
+			r = gz
+		}
+		if _, err := tabula.ImportService(ctx, tabula.Embedded(db), r, opts); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		return nil
+	})
 }
 
 // FromSnapshot returns a fixture of an in-memory snapshot taken elsewhere; from a snapshot of

@@ -1,10 +1,14 @@
 package tabulatest_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -94,4 +98,34 @@ func TestFixtureKinds(t *testing.T) {
 	_, err = dup.Snapshot()
 	assert.ErrorContains(t, err, "table Dup")
 	assert.ErrorIs(t, err, tabula.ErrInvalidDuplicateRow)
+}
+
+// A fixture from an interchange file, plain or gzipped, lands in the development account.
+func TestFixtureFile(t *testing.T) {
+	ctx := context.Background()
+	src := tabulatest.Tables(map[string][]tabula.Entity{"Orders": {{PartitionKey: "alice", RowKey: "1"}, {PartitionKey: "bob", RowKey: "2"}}}).Open(t, nil)
+	var file bytes.Buffer
+	require.NoError(t, src.Export(ctx, &file, &tabula.ExportOptions{}))
+	dir := t.TempDir()
+	plain := filepath.Join(dir, "fixture.jsonl")
+	require.NoError(t, os.WriteFile(plain, file.Bytes(), 0o600))
+	var zipped bytes.Buffer
+	zw := gzip.NewWriter(&zipped)
+	_, err := zw.Write(file.Bytes())
+	require.NoError(t, err)
+	require.NoError(t, zw.Close())
+	gz := filepath.Join(dir, "fixture.jsonl.gz")
+	require.NoError(t, os.WriteFile(gz, zipped.Bytes(), 0o600))
+
+	for _, path := range []string{plain, gz} {
+		srv := tabulatest.File(path, nil).NewInProcess(t, nil)
+		n, err := tabula.Count(ctx, srv.DB.Table("Orders"), "")
+		require.NoError(t, err, path)
+		assert.EqualValues(t, 2, n, path)
+	}
+	_, err = tabulatest.File(filepath.Join(dir, "missing.jsonl"), nil).Start(nil)
+	assert.ErrorContains(t, err, "missing.jsonl")
+	require.NoError(t, os.WriteFile(plain, file.Bytes()[:file.Len()/2], 0o600))
+	_, err = tabulatest.File(plain, nil).Start(nil)
+	assert.ErrorContains(t, err, "fixture.jsonl", "a file cut short")
 }
