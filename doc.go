@@ -88,6 +88,13 @@
 // (below) is an account with an account limit of its own, so one's load never throttles
 // another's.
 //
+// The service's transient states come on request too. After Delete Table the service
+// answers 409 TableBeingDeleted to a create of that name, and to operations on it, for at
+// least 40 seconds; the emulators free the name at once, so the retry code that answer needs
+// never runs against them. Options.TableDeleteDelay (ServiceTableDeleteDelay is the
+// service's 40 s; `tabula serve --table-delete-delay`, or the management API's
+// tableDeleteDelay) keeps a deleted name in that state on Clock. Off by default.
+//
 // # The Cosmos DB for Table flavour
 //
 // Beyond the service, Options.Flavor = FlavorCosmos (`tabula serve --flavor cosmos`) adds the
