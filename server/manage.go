@@ -14,6 +14,8 @@ func (s *Server) serveManagement(w http.ResponseWriter, r *http.Request, who pri
 	switch {
 	case path == "report", path == "explain":
 		s.serveInsight(w, r, who, path)
+	case path == "data", strings.HasPrefix(path, "data/"):
+		s.serveData(w, r, who, path)
 	case path == "accounts", strings.HasPrefix(path, "accounts/"):
 		s.serveAccounts(w, r, who, strings.TrimPrefix(strings.TrimPrefix(path, "accounts"), "/"))
 	case path == "snapshots", strings.HasPrefix(path, "snapshots/"):
