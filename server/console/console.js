@@ -1,4 +1,5 @@
-// Tabula's load console: polls the heat report and draws it. Everything shown from the
+// Tabula's console: polls the heat report and draws it (the load view), and reads a table's
+// entities a page at a time (the data view). Everything shown from the
 // server goes through textContent or setAttribute, never through markup, so keys cannot
 // become HTML.
 'use strict';
@@ -242,6 +243,8 @@
     $('table-names').replaceChildren(...rep.tables.map((t) => el('option', { value: t.name })));
     const tbl = $('explain-table');
     if (tbl.value === '' && rep.tables.length > 0) tbl.value = rep.tables[0].name;
+    const dt = $('data-table');
+    if (dt.value === '' && rep.tables.length > 0) dt.value = rep.tables[0].name;
   }
 
   async function poll() {
@@ -258,33 +261,128 @@
     setTimeout(poll, POLL_MS);
   }
 
+  // explainView draws an api/explain answer; ids are prefixed so that two views can show one.
+  function explainView(body, prefix) {
+    const dd = (id, v, cls) => el('dd', cls ? { id: prefix + id, class: cls } : { id: prefix + id }, v);
+    const ratio = body.returned > 0 ? body.ratio.toFixed(1) + ' examined per returned' : (body.scanned > 0 ? 'none returned' : '—');
+    const dl = el('dl', {},
+      el('div', {}, el('dt', {}, 'Tabula runs it as'), dd('plan-kind', body.plan, 'plan ' + body.plan)),
+      el('div', {}, el('dt', {}, 'the service would run'), dd('plan-service', body.service, 'plan ' + body.service)),
+      el('div', {}, el('dt', {}, 'first page: examined ÷ returned'), dd('plan-ratio', int(body.scanned) + ' ÷ ' + int(body.returned))),
+      el('div', {}, el('dt', {}, 'density'), dd('plan-density', ratio)),
+      el('div', {}, el('dt', {}, 'more pages'), dd('plan-more', body.more ? 'yes' : 'no')));
+    const nodes = [dl, el('p', { class: 'detail', id: prefix + 'plan-detail' }, body.detail)];
+    if (body.runError) nodes.push(el('p', { class: 'error', id: prefix + 'explain-run-error' }, 'The page did not run: ' + body.runError));
+    return nodes;
+  }
+
+  async function getJSON(path, params) {
+    const res = await fetch(api(path, params), { cache: 'no-store', credentials: 'same-origin' });
+    const body = await res.json();
+    if (!res.ok) throw new Error(body.error || ('HTTP ' + res.status));
+    return body;
+  }
+
   async function explain(ev) {
     ev.preventDefault();
     const out = $('explain-result');
     out.replaceChildren(el('p', { class: 'note' }, 'running…'));
     try {
-      const res = await fetch(api('explain', { table: $('explain-table').value, filter: $('explain-filter').value }), { cache: 'no-store', credentials: 'same-origin' });
-      const body = await res.json();
-      if (!res.ok) {
-        out.replaceChildren(el('p', { class: 'error', id: 'explain-error' }, body.error || ('HTTP ' + res.status)));
-        return;
-      }
-      const dd = (id, v, cls) => el('dd', cls ? { id: id, class: cls } : { id: id }, v);
-      const ratio = body.returned > 0 ? body.ratio.toFixed(1) + ' examined per returned' : (body.scanned > 0 ? 'none returned' : '—');
-      const dl = el('dl', {},
-        el('div', {}, el('dt', {}, 'Tabula runs it as'), dd('plan-kind', body.plan, 'plan ' + body.plan)),
-        el('div', {}, el('dt', {}, 'the service would run'), dd('plan-service', body.service, 'plan ' + body.service)),
-        el('div', {}, el('dt', {}, 'first page: examined ÷ returned'), dd('plan-ratio', int(body.scanned) + ' ÷ ' + int(body.returned))),
-        el('div', {}, el('dt', {}, 'density'), dd('plan-density', ratio)),
-        el('div', {}, el('dt', {}, 'more pages'), dd('plan-more', body.more ? 'yes' : 'no')));
-      out.replaceChildren(dl, el('p', { class: 'detail' }, body.detail));
-      if (body.runError) out.append(el('p', { class: 'error', id: 'explain-run-error' }, 'The page did not run: ' + body.runError));
+      out.replaceChildren(...explainView(await getJSON('explain', { table: $('explain-table').value, filter: $('explain-filter').value }), ''));
     } catch (e) {
       out.replaceChildren(el('p', { class: 'error', id: 'explain-error' }, e.message));
     }
   }
 
+  // The data view: a table's entities a page at a time, each property with its EDM type, the
+  // query's plan, and the download of every matching entity as an interchange file.
+  const data = { table: '', filter: '', top: 50, starts: [{}], page: 0, seq: 0 };
+
+  function entityGrid(entities) {
+    const names = [];
+    const seen = new Set();
+    for (const e of entities) for (const p of e.properties) if (!seen.has(p.name)) { seen.add(p.name); names.push(p.name); }
+    names.sort();
+    const head = el('tr', {}, el('th', { class: 'key' }, 'PartitionKey'), el('th', { class: 'key' }, 'RowKey'), el('th', { class: 'key' }, 'Timestamp'));
+    for (const n of names) head.append(el('th', { class: 'key prop', 'data-name': n }, n));
+    const rows = el('tbody');
+    for (const e of entities) {
+      const byName = new Map(e.properties.map((p) => [p.name, p]));
+      const tr = el('tr', { class: 'entity' },
+        el('td', { class: 'key pk', title: e.partitionKey }, quote(e.partitionKey)),
+        el('td', { class: 'key rk', title: e.rowKey }, quote(e.rowKey)),
+        el('td', { class: 'key ts', title: e.etag }, e.timestamp));
+      for (const n of names) {
+        const p = byName.get(n);
+        if (!p) { tr.append(el('td', { class: 'val absent' })); continue; }
+        tr.append(el('td', { class: 'val', 'data-name': n, 'data-type': p.type, title: p.type + ' ' + p.value },
+          el('span', { class: 'type' }, p.type.replace('Edm.', '')), ' ', el('span', { class: 'v' }, p.value)));
+      }
+      rows.append(tr);
+    }
+    return el('table', { class: 'grid data', id: 'data-grid' }, el('thead', {}, head), rows);
+  }
+
+  async function loadPage() {
+    const seq = ++data.seq;
+    const out = $('data-result');
+    $('data-prev').disabled = true;
+    $('data-next').disabled = true;
+    out.setAttribute('aria-busy', 'true');
+    try {
+      const body = await getJSON('data', Object.assign({ table: data.table, filter: data.filter, top: data.top }, data.starts[data.page]));
+      if (seq !== data.seq) return;
+      data.starts.length = data.page + 1;
+      if (body.next) data.starts.push(body.next);
+      const first = data.page * data.top + 1;
+      $('data-page').textContent = body.entities.length === 0 ? 'page ' + (data.page + 1) + ' · no entities' :
+        'page ' + (data.page + 1) + ' · entities ' + int(first) + '–' + int(first + body.entities.length - 1) + (body.next ? '' : ' (last page)');
+      out.replaceChildren(body.entities.length === 0 ? el('p', { class: 'note empty' }, 'No entities on this page.') : entityGrid(body.entities));
+      out.setAttribute('data-page', data.page + 1);
+      $('data-prev').disabled = data.page === 0;
+      $('data-next').disabled = !body.next;
+    } catch (e) {
+      if (seq !== data.seq) return;
+      $('data-page').textContent = '';
+      out.replaceChildren(el('p', { class: 'error', id: 'data-error' }, e.message));
+      out.setAttribute('data-page', 'error');
+    }
+    out.removeAttribute('aria-busy');
+  }
+
+  async function runData(ev) {
+    ev.preventDefault();
+    data.table = $('data-table').value;
+    data.filter = $('data-filter').value;
+    data.top = Math.min(Math.max(parseInt($('data-top').value, 10) || 50, 1), 1000);
+    data.starts = [{}];
+    data.page = 0;
+    const dl = $('data-download');
+    dl.href = api('data/export', data.filter ? { table: data.table, filter: data.filter } : { table: data.table });
+    dl.setAttribute('download', data.table.replace(/[^A-Za-z0-9]/g, '_') + '.jsonl');
+    dl.hidden = false;
+    const ex = $('data-explain');
+    ex.replaceChildren(el('p', { class: 'note' }, 'planning…'));
+    getJSON('explain', { table: data.table, filter: data.filter })
+      .then((body) => ex.replaceChildren(...explainView(body, 'data-')))
+      .catch((e) => ex.replaceChildren(el('p', { class: 'error', id: 'data-explain-error' }, e.message)));
+    await loadPage();
+  }
+
+  function showView() {
+    const isData = location.hash === '#data';
+    $('load-view').hidden = isData;
+    $('data-view').hidden = !isData;
+    $('tab-load').classList.toggle('active', !isData);
+    $('tab-data').classList.toggle('active', isData);
+  }
+
   for (const s of document.querySelectorAll('.heat-legend .swatch')) s.style.background = heatColor(Number(s.getAttribute('data-ratio')));
   $('explain-form').addEventListener('submit', explain);
+  $('data-form').addEventListener('submit', runData);
+  $('data-prev').addEventListener('click', () => { if (data.page > 0) { data.page--; loadPage(); } });
+  $('data-next').addEventListener('click', () => { if (data.starts.length > data.page + 1) { data.page++; loadPage(); } });
+  window.addEventListener('hashchange', showView);
+  showView();
   poll();
 })();
