@@ -46,8 +46,12 @@ func TestConsoleDataViewInBrowser(t *testing.T) {
 		_, err := orders.Insert(ctx, tabula.Entity{PartitionKey: fmt.Sprintf("store-%02d", i%5), RowKey: fmt.Sprintf("order-%04d", i), Properties: props})
 		require.NoError(t, err)
 	}
-	_, err = db.CreateTable(ctx, "users")
+	users, err := db.CreateTable(ctx, "users")
 	require.NoError(t, err)
+	for i, age := range []tabula.Property{tabula.Int32(30), tabula.Int64(1 << 40)} {
+		_, err := users.Insert(ctx, tabula.Entity{PartitionKey: "u", RowKey: fmt.Sprint(i), Properties: tabula.Properties{"Age": age}})
+		require.NoError(t, err)
+	}
 	s, err := New(db, nil)
 	require.NoError(t, err)
 	srv := httptest.NewServer(s)
@@ -98,6 +102,7 @@ func TestConsoleDataViewInBrowser(t *testing.T) {
   first: [...document.querySelectorAll('#data-grid tr.entity:first-child td.key')].slice(0, 2).map((td) => td.textContent),
   label: document.getElementById('data-page').textContent,
   columns: [...document.querySelectorAll('#data-grid th.prop')].map((th) => th.textContent),
+  mixed: [...document.querySelectorAll('#data-grid td.val .type')].map((s) => s.textContent),
   types: [...document.querySelectorAll('#data-grid tr.entity:first-child td.val')].map((td) => td.getAttribute('data-name') + ' ' + td.getAttribute('data-type')),
   ref: document.querySelector('#data-grid tr.entity:nth-child(2) td[data-name="Ref"] .v')?.textContent,
   prev: document.getElementById('data-prev').disabled,
@@ -109,7 +114,9 @@ func TestConsoleDataViewInBrowser(t *testing.T) {
 	assert.Equal(t, float64(50), p1["rows"])
 	assert.Equal(t, []any{`"store-00"`, `"order-0000"`}, p1["first"])
 	assert.Equal(t, "page 1 · entities 1–50", p1["label"])
-	assert.Equal(t, []any{"Amount", "Customer", "Express", "Id", "N", "Note", "Placed", "Ref"}, p1["columns"])
+	// A column of one type names it in its header.
+	assert.Equal(t, []any{"Amount Double", "Customer String", "Express Boolean", "Id Guid", "N Int32", "Note Binary", "Placed DateTime", "Ref Int64"}, p1["columns"])
+	assert.Empty(t, p1["mixed"], "no column of mixed types")
 	assert.Equal(t, []any{"Amount Edm.Double", "Customer Edm.String", "Express Edm.Boolean", "Id Edm.Guid", "N Edm.Int32",
 		"Note Edm.Binary", "Placed Edm.DateTime", "Ref Edm.Int64"}, p1["types"])
 	assert.Equal(t, "5497558138880", p1["ref"], "store-00's second order, N 5: an Int64 shown in full")
@@ -133,12 +140,12 @@ func TestConsoleDataViewInBrowser(t *testing.T) {
 
 	// Filter, with its plan: a range of one partition, 24 examined for the 12 returned.
 	require.NoError(t, chromedp.Do(tab,
-		chromedp.SetValue(chromedp.ID("data-filter"), "PartitionKey eq 'store-03' and N ge 60"),
+		chromedp.SetValue(chromedp.ID("data-filter"), "PartitionKey eq 'store-00' and N ge 60"),
 		chromedp.Click(chromedp.ID("data-run")),
 	))
 	pf := page("1")
 	assert.Equal(t, float64(12), pf["rows"])
-	assert.Equal(t, []any{`"store-03"`, `"order-0063"`}, pf["first"])
+	assert.Equal(t, []any{`"store-00"`, `"order-0060"`}, pf["first"])
 	assert.Equal(t, "page 1 · entities 1–12 (last page)", pf["label"])
 	plan := eval(until(`document.getElementById('data-plan-kind')`, `({
   kind: document.getElementById('data-plan-kind').textContent,
@@ -178,8 +185,19 @@ func TestConsoleDataViewInBrowser(t *testing.T) {
 	imported, err := copyDB.Import(ctx, bytes.NewReader(body), nil)
 	require.NoError(t, err, "%s", body)
 	assert.Equal(t, int64(12), imported.Entities)
-	e, err := copyDB.Table("orders").Get(ctx, "store-03", "order-0063")
+	e, err := copyDB.Table("orders").Get(ctx, "store-00", "order-0060")
 	require.NoError(t, err)
-	assert.Equal(t, tabula.Int64(63<<40), e.Properties["Ref"])
-	assert.Equal(t, tabula.Double(63*1.25), e.Properties["Amount"])
+	assert.Equal(t, tabula.Int64(60<<40), e.Properties["Ref"])
+	assert.Equal(t, tabula.Double(60*1.25), e.Properties["Amount"])
+
+	// A column of mixed types tags each value with its own.
+	eval(`document.getElementById('data-filter').value = ''`)
+	require.NoError(t, chromedp.Do(tab,
+		chromedp.SetValue(chromedp.ID("data-table"), "users"),
+		chromedp.Click(chromedp.ID("data-run")),
+	))
+	pu := page("1")
+	assert.Equal(t, float64(2), pu["rows"])
+	assert.Equal(t, []any{"Age mixed"}, pu["columns"])
+	assert.Equal(t, []any{"Int32", "Int64"}, pu["mixed"])
 }

@@ -298,13 +298,26 @@
   // query's plan, and the download of every matching entity as an interchange file.
   const data = { table: '', filter: '', top: 50, starts: [{}], page: 0, seq: 0 };
 
+  // entityGrid draws a page as a table, a column per property name. A column whose values
+  // share one EDM type names it in its header; in a column of mixed types each value is
+  // tagged with its own. Every cell carries its type in data-type and its tooltip.
   function entityGrid(entities) {
-    const names = [];
-    const seen = new Set();
-    for (const e of entities) for (const p of e.properties) if (!seen.has(p.name)) { seen.add(p.name); names.push(p.name); }
-    names.sort();
+    const types = new Map(); // name → the one type of its values, or '' when mixed
+    for (const e of entities) {
+      for (const p of e.properties) {
+        const t = types.get(p.name);
+        types.set(p.name, t === undefined || t === p.type ? p.type : '');
+      }
+    }
+    const names = [...types.keys()].sort();
+    const short = (type) => type.replace('Edm.', '');
     const head = el('tr', {}, el('th', { class: 'key' }, 'PartitionKey'), el('th', { class: 'key' }, 'RowKey'), el('th', { class: 'key' }, 'Timestamp'));
-    for (const n of names) head.append(el('th', { class: 'key prop', 'data-name': n }, n));
+    for (const n of names) {
+      const t = types.get(n);
+      const th = el('th', { class: 'key prop', 'data-name': n, 'data-type': t || 'mixed' }, el('span', { class: 'name' }, n));
+      th.append(' ', t ? el('span', { class: 'type', 'data-type': t }, short(t)) : el('span', { class: 'type mixed' }, 'mixed'));
+      head.append(th);
+    }
     const rows = el('tbody');
     for (const e of entities) {
       const byName = new Map(e.properties.map((p) => [p.name, p]));
@@ -315,8 +328,10 @@
       for (const n of names) {
         const p = byName.get(n);
         if (!p) { tr.append(el('td', { class: 'val absent' })); continue; }
-        tr.append(el('td', { class: 'val', 'data-name': n, 'data-type': p.type, title: p.type + ' ' + p.value },
-          el('span', { class: 'type' }, p.type.replace('Edm.', '')), ' ', el('span', { class: 'v' }, p.value)));
+        const td = el('td', { class: 'val', 'data-name': n, 'data-type': p.type, title: p.type + ' ' + p.value });
+        if (!types.get(n)) td.append(el('span', { class: 'type', 'data-type': p.type }, short(p.type)), ' ');
+        td.append(el('span', { class: 'v' }, p.value));
+        tr.append(td);
       }
       rows.append(tr);
     }
