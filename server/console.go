@@ -9,7 +9,7 @@ import (
 )
 
 // The console is plain HTML, CSS and JavaScript that draws SVG: no build step and nothing
-// loaded from elsewhere. It reads api/report and api/explain and writes nothing.
+// loaded from elsewhere. It reads api/report, api/explain and api/data and writes nothing.
 //
 //go:embed console
 var consoleFiles embed.FS
@@ -72,6 +72,8 @@ func (s *Server) serveConsole(w http.ResponseWriter, r *http.Request, _ principa
 //	console/                          the console: a page that polls the report every 2 s
 //	api/report                        the heat report as JSON (?format=svg: as an SVG heat map)
 //	api/explain?table=T&filter=F      the plan of $filter F on table T, and one page's cost
+//	api/data?table=T&filter=F&top=N   a page of T's entities matching F, with their types
+//	api/data/export?table=T&filter=F  those entities as an interchange file (JSON Lines)
 //
 // Paths are taken relative to where it is mounted, so mount it under a prefix with
 // http.StripPrefix:

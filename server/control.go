@@ -103,7 +103,7 @@ func (s *Server) serveControl(w http.ResponseWriter, r *http.Request, who princi
 	case "limits", "faults", "queries", "reset":
 	default:
 		writeControlError(w, &controlError{status: http.StatusNotFound, message: fmt.Sprintf(
-			"%q is not a resource of the management API; it has limits, faults, queries, reset, report, explain and accounts", path)})
+			"%q is not a resource of the management API; it has limits, faults, queries, reset, report, explain, data and accounts", path)})
 		return
 	}
 	k, _, cerr := s.scopeOf(r, who)

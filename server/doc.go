@@ -65,7 +65,7 @@
 // can read or steer another. The administrator (user "_tabula" with the admin key, see
 // below) reads and steers every account at once (the report names each table
 // account/table), or one with ?account=NAME. GET reads a resource; PUT changes the fields its body names and leaves the others as they
-// are; both answer 200 with the resource now in force. The report and explain are read-only.
+// are; both answer 200 with the resource now in force. The report, explain and data are read-only.
 //
 //	GET|PUT /_tabula/api/limits   {"mode":"observe","partitionRate":2000,"partitionBurst":2000,
 //	                               "accountRate":20000,"accountBurst":20000}
@@ -81,6 +81,11 @@
 //	                               "plan":"MultiRange","service":"FullScan",
 //	                               "detail":"MultiRange PartitionKey = 'Action' ∪ PartitionKey = 'Drama'",
 //	                               "scanned":2,"returned":2,"ratio":1,"more":false}
+//	GET     /_tabula/api/data?table=Movies&filter=…&top=50  a page of entities (top 1 to 1,000),
+//	                              each property with its EDM type, and the next page's
+//	                              nextPartitionKey and nextRowKey (parameters of the same name)
+//	GET     /_tabula/api/data/export?table=Movies&filter=…  the matching entities as an
+//	                              interchange file (tabula.DB.Export), a download
 //
 // The limits (tabula.Options.Limits): mode is off, observe or enforce; rates are entities per
 // second (> 0), bursts are entities (>= 1), and a rate given without its burst gets one
