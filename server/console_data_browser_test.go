@@ -200,4 +200,13 @@ func TestConsoleDataViewInBrowser(t *testing.T) {
 	assert.Equal(t, float64(2), pu["rows"])
 	assert.Equal(t, []any{"Age mixed"}, pu["columns"])
 	assert.Equal(t, []any{"Int32", "Int64"}, pu["mixed"])
+
+	// A table that does not exist: the error, and nothing to download.
+	require.NoError(t, chromedp.Do(tab,
+		chromedp.SetValue(chromedp.ID("data-table"), "nosuch"),
+		chromedp.Click(chromedp.ID("data-run")),
+	))
+	assert.Contains(t, eval(until(`document.getElementById('data-result').getAttribute('data-page') === 'error'`,
+		`document.getElementById('data-error').textContent`)), "TableNotFound")
+	assert.Equal(t, true, eval(`document.getElementById('data-download').hidden`))
 }

@@ -360,6 +360,7 @@
       if (seq !== data.seq) return;
       $('data-page').textContent = '';
       out.replaceChildren(el('p', { class: 'error', id: 'data-error' }, e.message));
+      if (data.page === 0) $('data-download').hidden = true; // nothing to download: no such table, or a bad filter
       out.setAttribute('data-page', 'error');
     }
     out.removeAttribute('aria-busy');
