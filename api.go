@@ -2,6 +2,7 @@ package tabula
 
 import (
 	"context"
+	"errors"
 	"iter"
 )
 
@@ -65,3 +66,45 @@ func (e embedded) Table(name string) TableAPI { return e.DB.Table(name) }
 
 // The embedded table is a TableAPI as it is.
 var _ TableAPI = (*Table)(nil)
+
+// AccessPoliciesAPI is the optional interface of a TableAPI whose stored access policies
+// can be read and set (Get Table ACL and Set Table ACL): the embedded *Table, and a table of
+// package remote. ExportService and ImportService carry a table's policies through it.
+type AccessPoliciesAPI interface {
+	AccessPolicies(ctx context.Context) ([]AccessPolicy, error)
+	SetAccessPolicies(ctx context.Context, policies []AccessPolicy) error
+}
+
+// ServicePropertiesAPI is the optional interface of a ServiceAPI whose service-properties
+// document (see Namespace.ServiceProperties) can be read and set: Embedded(db), for its
+// root namespace, and package remote's client. ExportService and ImportService carry an
+// account's properties through it.
+type ServicePropertiesAPI interface {
+	ServiceProperties(ctx context.Context) ([]byte, error)
+	SetServiceProperties(ctx context.Context, doc []byte) error
+}
+
+var (
+	_ AccessPoliciesAPI    = (*Table)(nil)
+	_ ServicePropertiesAPI = embedded{}
+)
+
+// ServiceProperties returns the root namespace's service-properties document, or nil.
+func (e embedded) ServiceProperties(ctx context.Context) ([]byte, error) {
+	return e.DB.Namespace("").ServiceProperties(ctx)
+}
+
+// SetServiceProperties stores the root namespace's service-properties document.
+func (e embedded) SetServiceProperties(ctx context.Context, doc []byte) error {
+	return e.DB.Namespace("").SetServiceProperties(ctx, doc)
+}
+
+// unavailable says whether err is a backend's refusal of an optional part of a service (a
+// table's access policies, the service properties) that an export or import leaves out
+// rather than stopping for: the credential may not touch it (403: the service lets only the
+// account's key read or set a table's ACL, not a shared access signature), or the service
+// does not implement it (501).
+func unavailable(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && (e.StatusCode == 403 || e.StatusCode == 501)
+}

@@ -110,8 +110,13 @@ func (db *DB) Export(ctx context.Context, w io.Writer, opts *ExportOptions) erro
 
 // ExportService writes the tables of a service to w as an interchange file, through its
 // ServiceAPI: an embedded DB or a remote service (package remote), so that an account of
-// Azure Storage, the Cosmos DB Table API or Azurite can be copied down. Access policies are
-// written where the table handle can read them (an embedded table); a remote one's are not.
+// Azure Storage, the Cosmos DB Table API or Azurite can be copied down. The service's
+// properties are written where s has ServicePropertiesAPI, and each table's access policies
+// where its handle has AccessPoliciesAPI (both do, embedded and remote); where the service
+// refuses them to the credential (a shared access signature may not read a table's ACL) or
+// does not implement them, they are left out. A remote service always has properties (its
+// defaults when none were set), so its file has an account line where an embedded DB's
+// has none.
 func ExportService(ctx context.Context, s ServiceAPI, w io.Writer, opts *ExportOptions) error {
 	if opts == nil {
 		opts = &ExportOptions{}
@@ -124,6 +129,17 @@ func ExportService(ctx context.Context, s ServiceAPI, w io.Writer, opts *ExportO
 	x, err := newExporter(w, opts)
 	if err != nil {
 		return err
+	}
+	if sp, ok := s.(ServicePropertiesAPI); ok && x.resuming == nil {
+		props, err := sp.ServiceProperties(ctx)
+		if err != nil && !unavailable(err) {
+			return err
+		}
+		if props != nil {
+			if err := x.enc.Account(opts.Account, props); err != nil {
+				return err
+			}
+		}
 	}
 	for info, err := range s.Tables(ctx, "") {
 		if err != nil {
@@ -193,11 +209,9 @@ func (x *exporter) table(ctx context.Context, account, name string, t TableAPI, 
 		}
 	} else {
 		var policies []wire.InterchangeAccessPolicy
-		if acl, ok := t.(interface {
-			AccessPolicies(context.Context) ([]AccessPolicy, error)
-		}); ok {
+		if acl, ok := t.(AccessPoliciesAPI); ok {
 			ps, err := acl.AccessPolicies(ctx)
-			if err != nil {
+			if err != nil && !unavailable(err) {
 				return err
 			}
 			for _, p := range ps {

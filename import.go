@@ -695,6 +695,12 @@ func (db *DB) advanceClock(ticks int64) {
 // partition each (SubmitBulk), inserted, or upserted by the Existing policy, and the
 // service stamps their Timestamps.
 //
+// A table's access policies are set after the table is created (or found), where its
+// handle has AccessPoliciesAPI, and the file's service properties (the last account line's,
+// as every table goes into one service) are set once the file has been read, where s has
+// ServicePropertiesAPI; where the service refuses them to the credential (a shared access
+// signature may not set a table's ACL) or does not implement them, they are left out.
+//
 // A remote service has no staging area: a table the import creates is deleted again when
 // the import fails (unless BestEffort), but entities written into a table that existed
 // stay written. Resume continues after the last line a Progress call reported.
@@ -720,16 +726,37 @@ func ImportService(ctx context.Context, s ServiceAPI, r io.Reader, opts *ImportO
 		im.p = *opts.Resume
 	}
 	var (
-		t        TableAPI
-		created  bool
-		skipping bool
-		actions  []Action
-		lines    []int
-		size     int
+		t         TableAPI
+		created   bool
+		skipping  bool
+		actions   []Action
+		lines     []int
+		size      int
+		props     []byte // the last account line's service properties
+		propsLine int
 	)
+	setProps := func() error {
+		sp, ok := s.(ServicePropertiesAPI)
+		if !ok || props == nil {
+			return nil
+		}
+		if err := sp.SetServiceProperties(ctx, props); err != nil && !unavailable(err) {
+			var ie *ImportError
+			if err = importError(propsLine, err); errors.As(err, &ie) {
+				ie.Field = "serviceProperties"
+			}
+			return err
+		}
+		return nil
+	}
 	undo := func(err error) (Progress, error) {
 		if created && !opts.BestEffort && t != nil {
 			_ = s.DeleteTable(context.WithoutCancel(ctx), t.Name())
+		}
+		if opts.BestEffort && ctx.Err() == nil {
+			if perr := setProps(); perr != nil {
+				return im.p, perr
+			}
 		}
 		return im.p, err
 	}
@@ -780,6 +807,12 @@ func ImportService(ctx context.Context, s ServiceAPI, r io.Reader, opts *ImportO
 			}
 			return undo(importError(0, err))
 		}
+		if rec.Kind == wire.RecordAccount && rec.ServiceProperties != nil {
+			if len(rec.ServiceProperties) > maxPropertiesSize {
+				return undo(&ImportError{Line: rec.Line, Field: "serviceProperties", Rule: fmt.Sprintf("%d bytes exceed %d", len(rec.ServiceProperties), maxPropertiesSize), Err: ErrInvalidInput})
+			}
+			props, propsLine = rec.ServiceProperties, rec.Line
+		}
 		if rec.Line <= resume {
 			if rec.Kind == wire.RecordTable {
 				t, skipping = s.Table(rec.Table), !im.wanted(rec.Table)
@@ -797,6 +830,9 @@ func ImportService(ctx context.Context, s ServiceAPI, r io.Reader, opts *ImportO
 				t, created = s.Table(rec.Table), false
 			} else if err != nil {
 				return undo(importError(rec.Line, err))
+			}
+			if err := setPolicies(ctx, t, &rec); err != nil {
+				return undo(err)
 			}
 			im.p.Account, im.p.Table, im.p.InTable, im.p.TableEntities = rec.Account, rec.Table, true, 0
 		case wire.RecordEntity:
@@ -850,5 +886,29 @@ func ImportService(ctx context.Context, s ServiceAPI, r io.Reader, opts *ImportO
 			}
 		}
 	}
+	if err := setProps(); err != nil {
+		return im.p, err
+	}
 	return im.p, nil
+}
+
+// setPolicies sets the access policies a table line of the file gives on t, where its
+// handle has AccessPoliciesAPI, checked first by the service's rules so that a bad policy
+// is an error naming the line.
+func setPolicies(ctx context.Context, t TableAPI, rec *wire.Record) error {
+	acl, ok := t.(AccessPoliciesAPI)
+	if !ok || rec.AccessPolicies == nil {
+		return nil
+	}
+	policies, err := policiesOf(rec.AccessPolicies)
+	if err != nil {
+		return &ImportError{Line: rec.Line, Field: "accessPolicies", Rule: err.Error(), Err: ErrInvalidInput}
+	}
+	if err := checkPolicies(policies); err != nil {
+		return &ImportError{Line: rec.Line, Field: "accessPolicies", Rule: err.Error(), Err: err}
+	}
+	if err := acl.SetAccessPolicies(ctx, policies); err != nil && !unavailable(err) {
+		return &ImportError{Line: rec.Line, Field: "accessPolicies", Rule: err.Error(), Err: err}
+	}
+	return nil
 }

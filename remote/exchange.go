@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
 
 	"github.com/tabuladb/tabula"
 )
@@ -33,6 +34,9 @@ type exchange struct {
 	// noContent asks the service not to echo the entity written (Prefer: return-no-content),
 	// which the SDK's AddEntity cannot say: the client has the entity already.
 	noContent bool
+	// send, when set, is the request's body in place of the one the SDK encoded from its
+	// own types (Set Table Service Properties sends the caller's document as it is).
+	send []byte
 
 	status int
 	header http.Header
@@ -65,6 +69,11 @@ func (capturePolicy) Do(req *policy.Request) (*http.Response, error) {
 	}
 	if ex.noContent {
 		req.Raw().Header.Set("Prefer", "return-no-content")
+	}
+	if ex.send != nil {
+		if err := req.SetBody(streaming.NopCloser(bytes.NewReader(ex.send)), "application/xml"); err != nil {
+			return nil, err
+		}
 	}
 	resp, err := req.Next()
 	if err != nil || resp == nil {
