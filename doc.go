@@ -150,7 +150,10 @@
 // policy for entities that exist (Existing) and for Timestamps (KeepTimestamps); a bad line
 // is an *ImportError naming the line, the field and the rule. ExportService and
 // ImportService do the same over any ServiceAPI, so that `tabula export` and `tabula import`
-// (cmd/tabula) copy a real account down to a file and back. Both are beyond the service.
+// (cmd/tabula) copy a real account down to a file and back, access policies and service
+// properties included where the backend has the optional AccessPoliciesAPI and
+// ServicePropertiesAPI (the embedded engine and package remote do). Both are beyond the
+// service.
 //
 // # Snapshots
 //

@@ -23,7 +23,9 @@ Writes tables to FILE as an interchange file (JSON Lines, one entity a line in t
 Table service's own JSON; gzip-compressed when FILE ends in .gz; "-" for standard output),
 from a Tabula data directory (--data, every account's tables and settings) or from any
 service the connection string or SAS URL names: Azure Storage, the Cosmos DB Table API,
-Azurite, a tabula serve.
+Azurite, a tabula serve; with its tables go their stored access policies and the account's
+service properties, as far as the credential may read them (a SAS may not read a table's
+access policies: only the account key may).
 
 An interrupted export resumes where it stopped when run again with the same arguments: it
 records how far it got in FILE.state beside FILE, and removes that file when it is done.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -143,10 +144,16 @@ func TestCLIExportImportRemote(t *testing.T) {
 		_, err := things.Insert(ctx, tabula.Entity{PartitionKey: "p", RowKey: fmt.Sprint(i)})
 		require.NoError(t, err)
 	}
+	policies := []tabula.AccessPolicy{{ID: "readers", Permission: "r", Expiry: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}}
+	require.NoError(t, things.SetAccessPolicies(ctx, policies))
 	file := filepath.Join(t.TempDir(), "down.jsonl.gz")
 	_, errs, code := runCLI(t, "export", "--connection-string", from.ConnectionString(), file)
 	require.Equal(t, 0, code, errs)
-	assert.Contains(t, readFile(t, file), `{"@tabula":"eof","tables":1,"entities":30}`)
+	down := readFile(t, file)
+	assert.Contains(t, down, `{"@tabula":"eof","tables":1,"entities":30}`)
+	// The service's properties (its defaults) and the table's access policies come too.
+	assert.Contains(t, down, `{"@tabula":"account","account":"","serviceProperties":"<StorageServiceProperties>`)
+	assert.Contains(t, down, `"accessPolicies":[{"Id":"readers","Expiry":"2030-01-01T00:00:00Z","Permission":"r"}]`)
 
 	to := tabulatest.NewServer(t, nil)
 	out, errs, code := runCLI(t, "import", "--connection-string", to.ConnectionString(), file)
@@ -158,12 +165,15 @@ func TestCLIExportImportRemote(t *testing.T) {
 		n++
 	}
 	assert.Equal(t, 30, n)
+	got, err := to.DB.Table("Things").AccessPolicies(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, policies, got)
 	// Again: every entity exists; skip leaves them, fail says which line.
 	_, errs, code = runCLI(t, "import", "--connection-string", to.ConnectionString(), "--existing", "skip", file)
 	require.Equal(t, 0, code, errs)
 	_, errs, code = runCLI(t, "import", "--connection-string", to.ConnectionString(), file)
 	assert.Equal(t, 1, code)
-	assert.Contains(t, errs, "line 3: ")
+	assert.Contains(t, errs, "line 4: ", "the export's header, account and table lines come first")
 	assert.Contains(t, errs, "EntityAlreadyExists")
 }
 
