@@ -2,8 +2,10 @@ package remote
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
+	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
@@ -137,10 +139,14 @@ var sentinels = func() map[string]*tabula.Error {
 const detailHeader = "X-Tabula-Error-Detail"
 
 // serviceError reads the service's error response: {"odata.error":{"code":…,"message":
-// {"value":"<message>\nRequestId:…\nTime:…"}}}, or, for a response without a body (HEAD),
-// the x-ms-error-code header.
+// {"value":"<message>\nRequestId:…\nTime:…"}}}, the XML form of it that the ACL and
+// service-properties calls send, or, for a response without a body (HEAD), the
+// x-ms-error-code header.
 func serviceError(status int, header http.Header, body []byte) *tabula.Error {
 	code, message := parseODataError(body)
+	if code == "" {
+		code, message = parseXMLError(body)
+	}
 	if code == "" {
 		code = header.Get("x-ms-error-code")
 	}
@@ -180,4 +186,28 @@ func parseODataError(body []byte) (code, message string) {
 	}
 	message, _, _ = strings.Cut(doc.Error.Message.Value, "\nRequestId:")
 	return doc.Error.Code, message
+}
+
+// parseXMLError returns the code and the message of an XML error body, without the
+// RequestId and Time lines: the data services error document (<m:error><m:code>…), as the
+// Table service answers its ACL and service-properties calls, or the storage services'
+// <Error><Code>…</Code><Message>…</Message></Error>.
+func parseXMLError(body []byte) (code, message string) {
+	var doc struct {
+		XMLName xml.Name
+		Code    string `xml:"code"`
+		Message string `xml:"message"`
+		// The storage services' form capitalizes the element names.
+		StorageCode    string `xml:"Code"`
+		StorageMessage string `xml:"Message"`
+	}
+	if len(body) == 0 || xml.Unmarshal(body, &doc) != nil {
+		return "", ""
+	}
+	if n := doc.XMLName.Local; n != "error" && n != "Error" {
+		return "", ""
+	}
+	code, message = cmp.Or(doc.Code, doc.StorageCode), cmp.Or(doc.Message, doc.StorageMessage)
+	message, _, _ = strings.Cut(message, "\nRequestId:")
+	return strings.TrimSpace(code), message
 }

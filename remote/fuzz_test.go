@@ -37,6 +37,8 @@ func FuzzBatchResults(f *testing.F) {
 func FuzzServiceError(f *testing.F) {
 	f.Add(`{"odata.error":{"code":"TableNotFound","message":{"lang":"en-US","value":"The table specified does not exist.\nRequestId:x\nTime:y"}}}`)
 	f.Add(`{"odata.error":{"code":5}}`)
+	f.Add(`<?xml version="1.0" encoding="utf-8"?><m:error xmlns:m="http://schemas.microsoft.com/ado/2007/08/dataservices/metadata"><m:code>InvalidXmlDocument</m:code><m:message xml:lang="en-US">XML specified is not syntactically valid.` + "\nRequestId:x\nTime:y</m:message></m:error>")
+	f.Add(`<Error><Code>AuthorizationFailure</Code><Message>no</Message></Error>`)
 	f.Add("")
 	f.Fuzz(func(t *testing.T, body string) {
 		e := serviceError(404, http.Header{}, []byte(body))

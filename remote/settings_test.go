@@ -61,6 +61,7 @@ func TestAccessPolicies(t *testing.T) {
 	require.ErrorAs(t, err, &te)
 	assert.Equal(t, "InvalidXmlDocument", te.Code)
 	assert.Equal(t, http.StatusBadRequest, te.StatusCode)
+	assert.Equal(t, "XML specified is not syntactically valid.", te.Message, "read from the service's XML error body")
 	_, err = c.Table("Missing").(tabula.AccessPoliciesAPI).AccessPolicies(ctx)
 	assert.ErrorIs(t, err, tabula.ErrTableNotFound)
 
