@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,6 +51,9 @@ func TestAzuriteCopy(t *testing.T) {
 		}
 		_, err = tabula.SubmitBulk(ctx, tb, actions)
 		require.NoError(t, err)
+		// A stored access policy goes along (Azurite takes only full ones).
+		require.NoError(t, tb.(tabula.AccessPoliciesAPI).SetAccessPolicies(ctx, []tabula.AccessPolicy{{ID: "readers",
+			Start: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC), Expiry: time.Date(2030, 1, 1, 0, 0, 0, 1200, time.UTC), Permission: "r"}}))
 	}
 	defer func() {
 		for _, name := range names {
@@ -62,6 +66,8 @@ func TestAzuriteCopy(t *testing.T) {
 	_, errs, code := runCLI(t, "export", "--connection-string", conn, "--tables", tables, down)
 	require.Equal(t, 0, code, errs)
 	assert.Contains(t, readFile(t, down), `{"@tabula":"eof","tables":2,"entities":300}`)
+	assert.Equal(t, 2, strings.Count(readFile(t, down), `"accessPolicies":[{"Id":"readers","Start":"2024-01-01T00:00:00Z","Expiry":"2030-01-01T00:00:00.0000012Z","Permission":"r"}]`))
+	assert.Contains(t, readFile(t, down), `{"@tabula":"account","account":"","serviceProperties":"<StorageServiceProperties>`)
 
 	// Into Tabula, keeping Azurite's Timestamps: Tabula's export is Azurite's, byte for byte.
 	dir := filepath.Join(tmp, "data")
