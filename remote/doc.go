@@ -15,6 +15,11 @@
 // connection string with an AccountKey), a shared access signature (a connection string with
 // SharedAccessSignature, or DialSAS) or a Microsoft Entra token (DialToken).
 //
+// Beyond tabula.TableAPI and tabula.ServiceAPI, a Table reads and sets its stored access
+// policies (tabula.AccessPoliciesAPI) and a Client the account's service properties
+// (tabula.ServicePropertiesAPI), so that tabula.ExportService and tabula.ImportService copy
+// them with the tables.
+//
 // What only an embedded engine knows is absent here: there is no Explain, no heat report, no
 // fault injection, and a Page's Plan is the zero Plan (Kind tabula.PlanUnavailable). The
 // service's table listing carries no creation time, so TableInfo.Created is zero.
