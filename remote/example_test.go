@@ -3,6 +3,7 @@ package remote_test
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 
@@ -78,4 +79,38 @@ func Example() {
 	// true 4.5
 	// <nil> tabula: entity ("Action", "Heat") does not exist (ResourceNotFound)
 	// true 4.5
+}
+
+// A table's stored access policies, set and read through the optional interface that the
+// embedded tables share, so that code (such as an export) works on either backend.
+func ExampleTable_SetAccessPolicies() {
+	ctx := context.Background()
+	srv, err := tabulatest.StartInProcess(nil)
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+	svc, err := remote.Dial(srv.ConnectionString(), &remote.Options{ClientOptions: azcore.ClientOptions{Transport: srv.Transport()}})
+	if err != nil {
+		panic(err)
+	}
+	movies, err := svc.CreateTable(ctx, "Movies")
+	if err != nil {
+		panic(err)
+	}
+	acl := movies.(tabula.AccessPoliciesAPI)
+	err = acl.SetAccessPolicies(ctx, []tabula.AccessPolicy{{ID: "readers", Permission: "r",
+		Start: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC), Expiry: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}})
+	if err != nil {
+		panic(err)
+	}
+	policies, err := acl.AccessPolicies(ctx)
+	if err != nil {
+		panic(err)
+	}
+	for _, p := range policies {
+		fmt.Println(p.ID, p.Permission, p.Expiry.Format(time.DateOnly))
+	}
+	// Output:
+	// readers r 2026-01-01
 }
