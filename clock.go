@@ -59,7 +59,9 @@ func (db *DB) stamp() (int64, error) {
 	t := max(ticksOf(db.clock()), db.lastTicks+1)
 	if t > db.reservedTicks {
 		reserve := t + reserveAhead
-		err := db.store.Update(func(tx *storage.Txn) error {
+		// stamp runs inside write closures, which a group commit runs (see
+		// storage.DB.Update): the reservation commits on its own, before the Timestamp is used.
+		err := db.store.UpdateNow(func(tx *storage.Txn) error {
 			return tx.Set(clockKey, clockRecord(reserve, clockReserved))
 		})
 		if err != nil {

@@ -120,6 +120,8 @@ func testSnapshotsAreStable(t *testing.T, db *DB) {
 // new data; when it writes something else, the outer one commits at once.
 func TestNestedCommits(t *testing.T) { eachEngine(t, testNestedCommits) }
 
+// The inner writes use UpdateNow: on disk an Update inside an Update closure would wait for
+// the group commit that runs it.
 func testNestedCommits(t *testing.T, db *DB) {
 	read := func(txn *Txn, k string) (v string) {
 		_, err := txn.Get([]byte(k), func(b []byte) error { v = string(b); return nil })
@@ -131,7 +133,7 @@ func testNestedCommits(t *testing.T, db *DB) {
 		runs++
 		v := read(txn, "read")
 		if runs == 1 {
-			require.NoError(t, db.Update(func(inner *Txn) error { return inner.Set([]byte("read"), []byte("inner")) }))
+			require.NoError(t, db.UpdateNow(func(inner *Txn) error { return inner.Set([]byte("read"), []byte("inner")) }))
 		}
 		return txn.Set([]byte("copy"), []byte(v))
 	}))
@@ -145,7 +147,7 @@ func testNestedCommits(t *testing.T, db *DB) {
 	require.NoError(t, db.Update(func(txn *Txn) error {
 		runs++
 		read(txn, "read")
-		require.NoError(t, db.Update(func(inner *Txn) error { return inner.Set([]byte("other"), []byte("x")) }))
+		require.NoError(t, db.UpdateNow(func(inner *Txn) error { return inner.Set([]byte("other"), []byte("x")) }))
 		return txn.Set([]byte("copy"), []byte("outer"))
 	}))
 	assert.Equal(t, 1, runs, "the inner transaction wrote nothing the outer one read")

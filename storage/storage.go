@@ -97,6 +97,8 @@ type DB struct {
 	// stopSyncs ends the background syncs (see syncInterval), syncs waits for them.
 	stopSyncs chan struct{}
 	syncs     sync.WaitGroup
+
+	group committer // the writes waiting for a group commit (see group.go)
 }
 
 // Open opens (creating if needed) the store described by o.
@@ -256,7 +258,27 @@ func (d *DB) View(fn func(*Txn) error) error {
 // checked against the data that wins; fn must therefore have no effects outside the
 // transaction that a re-run would duplicate. An error returned by fn discards the
 // transaction and is returned unchanged.
+//
+// On disk, concurrent Updates share commits (see group.go): fn may run on another writer's
+// goroutine, after the writes queued before it and seeing them, and it must not call
+// Update itself (use UpdateNow for a write that must be committed before fn goes on).
 func (d *DB) Update(fn func(*Txn) error) error {
+	if d.mem != nil {
+		return d.mem.update(d, fn)
+	}
+	if ro := d.space.readOnly.Load(); ro != nil && !d.reopenWritable() {
+		return d.space.refuse(ro)
+	}
+	if err := d.space.full(); err != nil {
+		return d.space.refuse(err)
+	}
+	return d.updateGrouped(fn)
+}
+
+// UpdateNow is Update in a transaction of its own, committed at once outside any group
+// commit. It is for a small write made from inside an Update closure that must be durable
+// before the closure goes on (the root package's Timestamp reservation).
+func (d *DB) UpdateNow(fn func(*Txn) error) error {
 	if d.mem != nil {
 		return d.mem.update(d, fn)
 	}
@@ -327,6 +349,10 @@ type Txn struct {
 	t  *badger.Txn
 	m  *memTxn // instead of t, in memory
 	db *DB
+	// writes counts the Sets and Deletes made, and tooBig says one was refused as making
+	// the transaction too large: a group commit needs both (see group.go).
+	writes int
+	tooBig bool
 }
 
 // Get looks key up and, when present, calls fn with its value, which is valid only during fn.
@@ -354,11 +380,13 @@ func (t *Txn) Set(key, value []byte) error {
 	}
 	err := t.t.Set(key, value)
 	if errors.Is(err, badger.ErrTxnTooBig) {
+		t.tooBig = true
 		return ErrTooLarge
 	}
 	if err != nil {
 		return fmt.Errorf("storage: set: %w", err)
 	}
+	t.writes++
 	return nil
 }
 
@@ -367,9 +395,15 @@ func (t *Txn) Delete(key []byte) error {
 	if t.m != nil {
 		return t.m.delete(key)
 	}
-	if err := t.t.Delete(key); err != nil {
+	err := t.t.Delete(key)
+	if errors.Is(err, badger.ErrTxnTooBig) {
+		t.tooBig = true
+		return ErrTooLarge
+	}
+	if err != nil {
 		return fmt.Errorf("storage: delete: %w", err)
 	}
+	t.writes++
 	return nil
 }
 

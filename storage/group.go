@@ -1,0 +1,193 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// Group commit. On disk, every DB.Update joins a queue; whichever writer finds no commit
+// under way becomes the leader, takes the queue (at most maxGroup writes), runs their
+// closures one after the other in one Badger transaction and commits it once: one commit,
+// and under SyncWrites one fsync, for the whole group. While it commits, later writers
+// queue up and form the next group, so groups grow with the load and a lone writer pays
+// almost nothing (it leads a group of one).
+//
+// Each closure sees the writes of those before it in the group, exactly as if they had
+// committed one after the other, and the groups commit one after the other too, so the
+// closures' order is the commit order (the root package's Timestamp clock relies on it).
+// A closure that fails without writing is simply left out. One that fails after writing
+// (a transaction whose fifth action fails, a client gone mid-write) cannot be taken out of
+// a Badger transaction: the leader discards the transaction, runs the closures before it
+// again in a fresh one, commits them, and returns the failure; the closures after it form
+// the next group. The same happens when a closure's write would make the transaction
+// larger than Badger takes (ErrTooLarge): the closures before it commit, and it leads the
+// next group, alone if need be, where only a write too large on its own gets ErrTooLarge.
+
+// maxGroup bounds how many writes share one commit: enough to amortize a commit and an
+// fsync many times over, few enough that a group's closures never keep the first writer
+// waiting long.
+const maxGroup = 128
+
+// groupReq is one write waiting in or running through a group.
+type groupReq struct {
+	fn     func(*Txn) error
+	err    error
+	panicV any // what fn panicked with, re-raised in the writer's goroutine
+	// wake tells a waiting writer that its write is done (false) or that it leads the
+	// next group (true).
+	wake chan bool
+}
+
+var reqPool = sync.Pool{New: func() any { return &groupReq{wake: make(chan bool, 1)} }}
+
+// committer is the queue of writes waiting for a group.
+type committer struct {
+	mu      sync.Mutex
+	queue   []*groupReq
+	leading bool // a leader is running a group
+}
+
+// errPanicked marks a closure that panicked; its writer re-panics with panicV.
+var errPanicked = errors.New("storage: update closure panicked")
+
+// updateGrouped runs fn in the next group commit and returns its outcome.
+func (d *DB) updateGrouped(fn func(*Txn) error) error {
+	r := reqPool.Get().(*groupReq)
+	r.fn, r.err, r.panicV = fn, nil, nil
+	c := &d.group
+	c.mu.Lock()
+	c.queue = append(c.queue, r)
+	lead := !c.leading
+	c.leading = true
+	c.mu.Unlock()
+	if lead || <-r.wake {
+		d.lead(r)
+	}
+	err, p := r.err, r.panicV
+	r.fn, r.err, r.panicV = nil, nil, nil
+	reqPool.Put(r)
+	if p != nil {
+		panic(p)
+	}
+	return err
+}
+
+// lead runs one group, which holds own (own is first in the queue: a writer leads only when
+// the queue was empty or when the previous leader hands over to it), wakes its writers,
+// and hands the lead to the first writer still waiting.
+func (d *DB) lead(own *groupReq) {
+	c := &d.group
+	c.mu.Lock()
+	n := min(len(c.queue), maxGroup)
+	batch := c.queue[:n:n]
+	if n == len(c.queue) {
+		c.queue = nil
+	} else {
+		c.queue = append(make([]*groupReq, 0, len(c.queue)-n), c.queue[n:]...)
+	}
+	c.mu.Unlock()
+
+	d.mu.RLock() // bdb stays the same store for the whole group (see reopenWritable)
+	for done := 0; done < len(batch); {
+		done += d.commitPrefix(batch[done:])
+	}
+	d.mu.RUnlock()
+	for _, r := range batch {
+		if r != own {
+			r.wake <- false
+		}
+	}
+
+	c.mu.Lock()
+	if len(c.queue) == 0 {
+		c.leading = false
+		c.mu.Unlock()
+		return
+	}
+	next := c.queue[0]
+	c.mu.Unlock()
+	next.wake <- true
+}
+
+// commitPrefix commits a prefix of batch in one transaction, settling the outcome of its
+// writes and perhaps of the write after it (one that failed after writing), and returns
+// how many writes it settled, at least one.
+func (d *DB) commitPrefix(batch []*groupReq) int {
+	limit := len(batch) // run batch[:limit]
+	settled := limit    // writes settled when batch[:limit] commits
+	if d.bdb.IsClosed() {
+		for _, r := range batch {
+			r.err = badger.ErrDBClosed
+		}
+		return len(batch)
+	}
+	for conflicts := 0; ; {
+		txn := d.bdb.NewTransaction(true)
+		cut := -1
+		for i, r := range batch[:limit] {
+			t := Txn{t: txn, db: d}
+			r.err = runClosure(r, &t)
+			if t.tooBig && i > 0 {
+				// The group is full: commit what came before; r leads the next group.
+				cut, settled = i, i
+				break
+			}
+			if r.err != nil && (t.writes > 0 || r.panicV != nil) {
+				// r's writes cannot be taken out of txn: commit what came before without
+				// them; r's failure stands, as it was met on their writes.
+				cut, settled = i, i+1
+				break
+			}
+		}
+		if cut >= 0 {
+			txn.Discard()
+			if cut == 0 {
+				return settled
+			}
+			limit = cut
+			continue
+		}
+		err := txn.Commit()
+		if errors.Is(err, badger.ErrConflict) {
+			// Groups commit one after the other, so nothing should conflict with one; if
+			// something did, every closure runs again on the data that won.
+			if conflicts++; conflicts == maxConflictRetries {
+				err = ErrContention
+			} else {
+				limit, settled = len(batch), len(batch)
+				runtime.Gosched()
+				continue
+			}
+		}
+		if err != nil {
+			if errors.Is(err, badger.ErrTxnTooBig) {
+				err = ErrTooLarge
+			} else if !errors.Is(err, ErrContention) {
+				err = fmt.Errorf("storage: commit: %w", err)
+			}
+			for _, r := range batch[:limit] {
+				if r.err == nil {
+					r.err = err
+				}
+			}
+		}
+		return settled
+	}
+}
+
+// runClosure runs r's closure on t, catching a panic so that the leader carries on and the
+// writer re-raises it.
+func runClosure(r *groupReq, t *Txn) (err error) {
+	r.panicV = nil
+	defer func() {
+		if p := recover(); p != nil {
+			r.panicV = p
+			err = errPanicked
+		}
+	}()
+	return r.fn(t)
+}
