@@ -55,6 +55,10 @@ type Options struct {
 	// OnFull, when set, is called with the error of the first write refused for lack
 	// of space, and again for the first one after writes had resumed.
 	OnFull func(error)
+	// MemoryBudget is the memory, in bytes, that Badger's memtables, caches and compaction
+	// buffers share (see BadgerOptions); 0 means DefaultMemoryBudget. Ignored when InMemory
+	// is set.
+	MemoryBudget uint64
 }
 
 // syncInterval is how often a store without SyncWrites syncs its logs. The operating
@@ -64,15 +68,66 @@ type Options struct {
 // without this.
 const syncInterval = time.Second
 
-// valueThreshold is the value size from which Badger keeps a value in its value log, with only
-// a pointer in the LSM tree. Badger refuses a transaction whose LSM entries exceed 15% of a
-// memtable (about 9.6 MB); with values this large moved out, even 100 writes of values up to
-// the threshold (6.4 MB) fit, while small values, the common case, stay in the LSM tree where
-// reads and scans are fastest.
-const valueThreshold = 64 << 10
+// DefaultMemoryBudget is the memory budget of a store whose Options give none: enough for
+// a developer's laptop running the store beside an IDE.
+const DefaultMemoryBudget = 256 << 20
+
+// MinMemoryBudget is the smallest budget BadgerOptions honours; a smaller one is raised to
+// it. Below it the memtables get so small that Badger flushes after every few transactions.
+const MinMemoryBudget = 64 << 20
+
+// BadgerOptions are the options Open gives Badger for a store in dir with a memory budget of
+// budget bytes (0 means DefaultMemoryBudget). Badger's defaults take about 1 GiB and more as
+// the data grows (five 64 MiB memtables, a 256 MiB block cache, every table's index held in
+// memory, four compactors); here one number is shared out:
+//
+//   - Memtables: two of budget/8 each (32 MiB at the default). Badger allocates a memtable's
+//     arena at about 1.3 times its size (room for one more full batch), so the two take
+//     about a third of the budget. Two is the fewest that lets writes go on while one is
+//     flushed; bigger memtables fewer times would only hold more unflushed data.
+//   - Block cache: budget/5 (51 MiB at the default), the hot blocks of the tables.
+//   - Index cache: budget/10 (25 MiB at the default). With an index cache, Badger keeps only
+//     the cached tables' indexes and bloom filters in memory instead of every table's, which
+//     is what made its memory grow with the data.
+//   - Compaction: two compactors (Badger's fewest) and tables of budget/128 (2 MiB at the
+//     default, Badger's own base size), so that the table builders a compaction runs at once
+//     stay within about a fifth of the budget.
+//   - The rest, about a sixth, is the Go heap of the process using the store.
+//
+// Badger refuses a transaction whose entries in the LSM tree exceed 15% of a memtable
+// (ErrTxnTooBig). Values from ValueThreshold up go to the value log with only a pointer in
+// the tree, so the threshold is set to that limit over 128, at most 64 KiB: then even 100
+// writes of values just under it fit, and the transactions of the Table service (4 MiB, 100
+// actions, entities of 1 MiB) commit at any budget, while small values, the common case,
+// stay in the tree where reads and scans are fastest.
+func BadgerOptions(dir string, budget uint64) badger.Options {
+	if budget == 0 {
+		budget = DefaultMemoryBudget
+	}
+	budget = max(budget, MinMemoryBudget)
+	b := int64(min(budget, 1<<50))
+	memtable := b / 8
+	maxBatch := memtable * 15 / 100 // Badger's limit on a transaction's entries in the tree
+	bo := badger.DefaultOptions(dir).
+		WithLoggingLevel(badger.WARNING).
+		WithMetricsEnabled(false).
+		WithMemTableSize(memtable).
+		WithNumMemtables(2).
+		WithBlockCacheSize(b / 5).
+		WithIndexCacheSize(b / 10).
+		WithNumCompactors(2).
+		WithBaseTableSize(b / 128).
+		WithValueThreshold(min(maxBatch/128, maxValueThreshold))
+	return bo
+}
+
+// maxValueThreshold is the largest value kept in Badger's LSM tree at any budget: larger ones
+// are read less often than they are written over, and a tree of small entries keeps more of
+// them per block.
+const maxValueThreshold = 64 << 10
 
 // ErrTooLarge reports a transaction larger than Badger can commit at once (see
-// valueThreshold); a table's data does not reach it.
+// BadgerOptions); a table's data does not reach it.
 var ErrTooLarge = errors.New("storage: transaction too large for the store")
 
 // maxConflictRetries bounds how often Update re-runs a closure whose transaction lost a
@@ -106,11 +161,7 @@ func Open(o Options) (*DB, error) {
 	if o.InMemory {
 		return &DB{mem: openMemory()}, nil
 	}
-	bo := badger.DefaultOptions(o.Dir)
-	bo = bo.WithSyncWrites(o.SyncWrites).
-		WithLoggingLevel(badger.WARNING).
-		WithMetricsEnabled(false)
-	bo = bo.WithValueThreshold(valueThreshold)
+	bo := BadgerOptions(o.Dir, o.MemoryBudget).WithSyncWrites(o.SyncWrites)
 	d := &DB{bo: bo, space: newSpace(o), sync: o.SyncWrites}
 	d.space.onFull = o.OnFull
 	// Deleting files takes no space, so this is done on a full disk too.

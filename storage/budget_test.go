@@ -1,0 +1,62 @@
+package storage
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// BadgerOptions shares one budget out across Badger's memtables, caches and compaction, and
+// keeps the value threshold low enough for the service's largest transaction.
+func TestBadgerOptions(t *testing.T) {
+	const MiB = 1 << 20
+	for _, tc := range []struct {
+		budget                           uint64
+		memtable, blockCache, indexCache int64
+		table, threshold                 int64
+	}{
+		{0, 32 * MiB, 256 * MiB / 5, 256 * MiB / 10, 2 * MiB, 39321}, // the default
+		{256 * MiB, 32 * MiB, 256 * MiB / 5, 256 * MiB / 10, 2 * MiB, 39321},
+		{1, 8 * MiB, 64 * MiB / 5, 64 * MiB / 10, MiB / 2, 9830}, // raised to the minimum
+		{64 * MiB, 8 * MiB, 64 * MiB / 5, 64 * MiB / 10, MiB / 2, 9830},
+		{1 << 30, 128 * MiB, (1 << 30) / 5, (1 << 30) / 10, 8 * MiB, 64 << 10}, // threshold capped
+	} {
+		t.Run(fmt.Sprint(tc.budget), func(t *testing.T) {
+			o := BadgerOptions("dir", tc.budget)
+			assert.Equal(t, "dir", o.Dir)
+			assert.Equal(t, tc.memtable, o.MemTableSize, "memtable")
+			assert.Equal(t, 2, o.NumMemtables)
+			assert.Equal(t, tc.blockCache, o.BlockCacheSize, "block cache")
+			assert.Equal(t, tc.indexCache, o.IndexCacheSize, "index cache")
+			assert.Equal(t, 2, o.NumCompactors)
+			assert.Equal(t, tc.table, o.BaseTableSize, "table")
+			assert.Equal(t, tc.threshold, o.ValueThreshold, "value threshold")
+			// The service's largest transaction: 100 values just under the threshold fit in
+			// Badger's batch limit (15% of a memtable).
+			assert.Less(t, 100*(o.ValueThreshold+1024), o.MemTableSize*15/100)
+		})
+	}
+}
+
+// A store opened with the smallest budget still commits the Table service's largest
+// transaction: 100 writes just under the value threshold, and 4 MiB of 1 MiB values.
+func TestSmallBudgetHoldsTheServiceLimits(t *testing.T) {
+	db, err := Open(Options{Dir: t.TempDir(), MemoryBudget: MinMemoryBudget})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	threshold := int(BadgerOptions("", MinMemoryBudget).ValueThreshold)
+	for _, size := range []int{threshold - 1, 40 << 10, 1 << 20} {
+		n := min(100, (4<<20)/size)
+		require.NoError(t, db.Update(func(txn *Txn) error {
+			for i := range n {
+				if err := txn.Set(fmt.Appendf(nil, "k/%d/%03d", size, i), bytes.Repeat([]byte{'v'}, size)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}), "%d values of %d bytes", n, size)
+	}
+}
