@@ -57,6 +57,14 @@ type Options struct {
 	// that, and only as far as the data written between two compactions needs.
 	DiskReserve uint64
 
+	// MemoryBudget is the memory, in bytes, that a database on disk lets its store take for
+	// its write buffers (memtables), its caches of blocks and indexes, and its compactions;
+	// the process's own allocations (requests, query results) come on top. 0 means 256 MiB,
+	// enough for a developer's laptop; the smallest honoured is 64 MiB. A larger budget
+	// buys fewer flushes and cache misses on large tables. It does not matter for
+	// OpenInMemory.
+	MemoryBudget uint64
+
 	// Logger receives what the database has to report outside any call's result: that Open
 	// upgraded a directory written in an older format, which builds of that format then
 	// refuse to open (Info), or found one it could not yet upgrade for want of disk space

@@ -165,6 +165,10 @@ func TestServeFlags(t *testing.T) {
 			_, err := parseServe([]string{"--disk-reserve", v}, func(string) string { return "" }, io.Discard)
 			assert.ErrorContains(t, err, "want a size of more than 0 bytes", v)
 		}
+		assert.Zero(t, cfg.db.MemoryBudget, "the store's default")
+		assert.Equal(t, uint64(512<<20), parse(t, "--memory", "512MiB").db.MemoryBudget)
+		_, err := parseServe([]string{"--memory", "lots"}, func(string) string { return "" }, io.Discard)
+		assert.ErrorContains(t, err, "want a size of more than 0 bytes")
 	})
 	t.Run("HTTPS, tokens and the log", func(t *testing.T) {
 		cfg := parse(t, "--cert", "c.pem", "--key", "k.pem", "--oauth", "basic", "--silent", "--debug", "d.log", "--log-format", "json")
@@ -186,7 +190,7 @@ func TestHelpListsEveryFlag(t *testing.T) {
 	_, err := parseServe([]string{"--help"}, func(string) string { return "" }, &out)
 	require.ErrorIs(t, err, errHelp)
 	for _, name := range []string{"addr", "tableHost", "tablePort", "data", "location", "in-memory", "inMemoryPersistence",
-		"sync-writes", "disk-reserve", "accounts", "cert", "key", "pwd", "self-signed", "oauth", "skipApiVersionCheck", "silent", "log-format",
+		"sync-writes", "disk-reserve", "memory", "accounts", "cert", "key", "pwd", "self-signed", "oauth", "skipApiVersionCheck", "silent", "log-format",
 		"debug", "read-timeout", "write-timeout", "idle-timeout", "max-connections", "limits", "partition-rate",
 		"account-rate", "faults", "forbid-full-scans", "boundary-continuations", "table-delete-delay", "disableProductStyleUrl", "loose",
 		"disableTelemetry", "tableKeepAliveTimeout", "extentMemoryLimit"} {

@@ -111,7 +111,13 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (*conf
 			cfg.db.DiskReserve = n
 			return err
 		})
-	}, "addr", "tableHost", "tablePort", "data", "location", "in-memory", "inMemoryPersistence", "sync-writes", "disk-reserve")
+		fs.Func("memory", "`size` of memory the on-disk store may take for its buffers, caches and\n"+
+			"compactions (256MiB, 1GiB; default 256MiB, at least 64MiB)", func(v string) error {
+			n, err := parseSize(v)
+			cfg.db.MemoryBudget = n
+			return err
+		})
+	}, "addr", "tableHost", "tablePort", "data", "location", "in-memory", "inMemoryPersistence", "sync-writes", "disk-reserve", "memory")
 	group("Accounts and security", func() {
 		fs.StringVar(&accountsSpec, "accounts", "", "accounts to accept, \"`name:base64key[:base64key];…`\"\n(default $TABULA_ACCOUNTS, else Azurite's $AZURITE_ACCOUNTS, else the development\naccount devstoreaccount1)")
 		fs.StringVar(&cfg.adminKey, "admin-key", "", "the management API's administrator password (user _tabula), which steers every\naccount and creates accounts (default $TABULA_ADMIN_KEY, else a random one, printed)")
