@@ -14,6 +14,7 @@ import (
 
 	"github.com/tabuladb/tabula"
 	"github.com/tabuladb/tabula/internal/keyorder"
+	"github.com/tabuladb/tabula/storage"
 )
 
 // The baseline: raw Badger doing the work of each engine operation with the engine's key
@@ -24,15 +25,12 @@ import (
 // openRaw opens Badger with the options storage.Open uses, so that the baseline pays for
 // the same configuration the engine does.
 func openRaw(dir string, inMemory bool) (*badger.DB, error) {
-	o := badger.DefaultOptions(dir)
 	if inMemory {
-		o = badger.DefaultOptions("").WithInMemory(true)
+		return badger.Open(badger.DefaultOptions("").WithInMemory(true).
+			WithLoggingLevel(badger.WARNING).WithMetricsEnabled(false))
 	}
-	o = o.WithSyncWrites(false).WithLoggingLevel(badger.WARNING).WithMetricsEnabled(false)
-	if !inMemory {
-		o = o.WithValueThreshold(64 << 10) // storage's valueThreshold
-	}
-	return badger.Open(o)
+	// The default budget's options: raw Badger gets the same memory the engine does.
+	return badger.Open(storage.BadgerOptions(dir, 0).WithSyncWrites(false))
 }
 
 // iterOptions are the options storage.Txn.Scan iterates with: no value prefetching, and the
