@@ -9,6 +9,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/tabuladb/tabula"
+	"github.com/tabuladb/tabula/storage"
 )
 
 // BenchmarkConcurrentInsert inserts single entities, each in its own operation, from 1, 16
@@ -86,8 +87,7 @@ func openBadgerSync(tb testing.TB, dir string, syncWrites bool) *badger.DB {
 		return openBadger(tb, dir)
 	}
 	tb.Helper()
-	o := badger.DefaultOptions(dir).WithSyncWrites(true).WithLoggingLevel(badger.WARNING).
-		WithMetricsEnabled(false).WithValueThreshold(64 << 10) // as openRaw, synced
+	o := storage.BadgerOptions(dir, 0).WithSyncWrites(true) // as openRaw, synced
 	db, err := badger.Open(o)
 	if err != nil {
 		tb.Fatal(err)
