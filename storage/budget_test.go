@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/dgraph-io/badger/v4/options"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -18,11 +20,11 @@ func TestBadgerOptions(t *testing.T) {
 		memtable, blockCache, indexCache int64
 		table, threshold                 int64
 	}{
-		{0, 32 * MiB, 256 * MiB / 5, 256 * MiB / 10, 2 * MiB, 39321}, // the default
-		{256 * MiB, 32 * MiB, 256 * MiB / 5, 256 * MiB / 10, 2 * MiB, 39321},
-		{1, 8 * MiB, 64 * MiB / 5, 64 * MiB / 10, MiB / 2, 9830}, // raised to the minimum
-		{64 * MiB, 8 * MiB, 64 * MiB / 5, 64 * MiB / 10, MiB / 2, 9830},
-		{1 << 30, 128 * MiB, (1 << 30) / 5, (1 << 30) / 10, 8 * MiB, 64 << 10}, // threshold capped
+		{0, 16 * MiB, 256 * MiB / 5, 256 * MiB / 10, 2 * MiB, 19660}, // the default
+		{256 * MiB, 16 * MiB, 256 * MiB / 5, 256 * MiB / 10, 2 * MiB, 19660},
+		{1, 4 * MiB, 64 * MiB / 5, 64 * MiB / 10, MiB / 2, 4915}, // raised to the minimum
+		{64 * MiB, 4 * MiB, 64 * MiB / 5, 64 * MiB / 10, MiB / 2, 4915},
+		{1 << 30, 64 * MiB, (1 << 30) / 5, (1 << 30) / 10, 8 * MiB, 64 << 10}, // threshold capped
 	} {
 		t.Run(fmt.Sprint(tc.budget), func(t *testing.T) {
 			o := BadgerOptions("dir", tc.budget)
@@ -32,6 +34,7 @@ func TestBadgerOptions(t *testing.T) {
 			assert.Equal(t, tc.blockCache, o.BlockCacheSize, "block cache")
 			assert.Equal(t, tc.indexCache, o.IndexCacheSize, "index cache")
 			assert.Equal(t, 2, o.NumCompactors)
+			assert.Equal(t, options.None, o.Compression)
 			assert.Equal(t, tc.table, o.BaseTableSize, "table")
 			assert.Equal(t, tc.threshold, o.ValueThreshold, "value threshold")
 			// The service's largest transaction: 100 values just under the threshold fit in

@@ -79,7 +79,7 @@ func TestGroupCommitRace(t *testing.T) {
 								return errBoom
 							})
 							assert.ErrorIs(t, err, errBoom)
-						case 4: // large: 40 × 37 KiB, so a few fill Badger's transaction
+						case 4: // large: 40 just under the threshold, so a few fill Badger's transaction
 							err = db.Update(func(txn *Txn) error {
 								for j := range 40 {
 									if err := txn.Set(fmt.Appendf(nil, "big/%d/%d/%02d", w, i, j), big); err != nil {
