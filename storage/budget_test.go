@@ -3,8 +3,10 @@ package storage
 import (
 	"bytes"
 	"fmt"
+	"path/filepath"
 	"testing"
 
+	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
 
 	"github.com/stretchr/testify/assert"
@@ -62,4 +64,39 @@ func TestSmallBudgetHoldsTheServiceLimits(t *testing.T) {
 			return nil
 		}), "%d values of %d bytes", n, size)
 	}
+}
+
+// A directory written with Badger's defaults (Snappy-compressed tables, as stores written
+// before the budget have) still reads: Badger records each table's compression in its
+// manifest, so turning compression off applies to new tables only.
+func TestBudgetReadsCompressedTables(t *testing.T) {
+	dir := t.TempDir()
+	old := BadgerOptions(dir, 0).WithCompression(options.Snappy)
+	bdb, err := badger.Open(old)
+	require.NoError(t, err)
+	require.NoError(t, bdb.Update(func(txn *badger.Txn) error {
+		for i := range 1000 {
+			if err := txn.Set(fmt.Appendf(nil, "k/%04d", i), bytes.Repeat([]byte{'v'}, 100)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	require.NoError(t, bdb.Close()) // flushes the memtable to a compressed table
+	tables, err := filepath.Glob(filepath.Join(dir, "*.sst"))
+	require.NoError(t, err)
+	require.NotEmpty(t, tables, "the data is in a table, not only the memtable's log")
+	db, err := Open(Options{Dir: dir})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	require.NoError(t, db.View(func(txn *Txn) error {
+		for _, i := range []int{0, 500, 999} {
+			var got []byte
+			found, err := txn.Get(fmt.Appendf(nil, "k/%04d", i), func(v []byte) error { got = bytes.Clone(v); return nil })
+			require.NoError(t, err)
+			assert.True(t, found)
+			assert.Equal(t, bytes.Repeat([]byte{'v'}, 100), got)
+		}
+		return nil
+	}))
 }
