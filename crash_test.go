@@ -74,24 +74,8 @@ func (f *crashFigures) verify(t *testing.T, dir string, acked []int) int {
 	db, err := tabula.Open(dir, nil)
 	require.NoError(t, err)
 	defer db.Close()
-	rows := map[string]int{}
-	for e, err := range db.Table(crashTable).QueryAll(context.Background(), tabula.Query{}) {
-		if errors.Is(err, tabula.ErrTableNotFound) {
-			break // killed before the table was created
-		}
-		require.NoError(t, err)
-		rows[e.PartitionKey]++
-	}
-	next := 0
-	for pk, n := range rows {
-		if n != crashPerTxn {
-			f.partial++
-			t.Errorf("transaction %s is partial: %d of %d entities", pk, n, crashPerTxn)
-		}
-		seq, err := strconv.Atoi(pk[1:])
-		require.NoError(t, err)
-		next = max(next, seq+1)
-	}
+	rows, partial, next := crashRows(t, db)
+	f.partial += partial
 	for _, seq := range acked {
 		if rows[fmt.Sprintf("w%08d", seq)] == 0 {
 			f.lost++
@@ -265,4 +249,29 @@ func serveCrashTable(t *testing.T, bin string, args ...string) (*exec.Cmd, *azta
 		require.True(t, errors.As(err, &re) && re.ErrorCode == "TableAlreadyExists", "%v", err)
 	}
 	return cmd, client
+}
+
+// crashRows reads the crash table's transactions back after a kill or a power cut: how many
+// entities each holds, by its PartitionKey; each partial one is a test error, and counted.
+// next is the sequence number after the newest stored.
+func crashRows(t *testing.T, db *tabula.DB) (rows map[string]int, partial, next int) {
+	t.Helper()
+	rows = map[string]int{}
+	for e, err := range db.Table(crashTable).QueryAll(context.Background(), tabula.Query{}) {
+		if errors.Is(err, tabula.ErrTableNotFound) {
+			break // stopped before the table was durable
+		}
+		require.NoError(t, err)
+		rows[e.PartitionKey]++
+	}
+	for pk, n := range rows {
+		if n != crashPerTxn {
+			partial++
+			t.Errorf("transaction %s is partial: %d of %d entities", pk, n, crashPerTxn)
+		}
+		seq, err := strconv.Atoi(pk[1:])
+		require.NoError(t, err)
+		next = max(next, seq+1)
+	}
+	return rows, partial, next
 }

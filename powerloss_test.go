@@ -188,24 +188,8 @@ func (f *powerFigures) verify(t *testing.T, d *powerDisk, acked []ack, mustKeep 
 	require.NoError(t, err, "the directory must open after a power cut")
 	defer func() { require.NoError(t, db.Close()) }()
 	require.NoError(t, db.Check(context.Background()), "the directory must be whole after a power cut")
-	rows := map[string]int{}
-	for e, err := range db.Table(crashTable).QueryAll(context.Background(), tabula.Query{}) {
-		if errors.Is(err, tabula.ErrTableNotFound) {
-			break // cut before the table was durable
-		}
-		require.NoError(t, err)
-		rows[e.PartitionKey]++
-	}
-	next := 0
-	for pk, n := range rows {
-		if n != crashPerTxn {
-			f.partial++
-			t.Errorf("transaction %s is partial: %d of %d entities", pk, n, crashPerTxn)
-		}
-		seq, err := strconv.Atoi(pk[1:])
-		require.NoError(t, err)
-		next = max(next, seq+1)
-	}
+	rows, partial, next := crashRows(t, db)
+	f.partial += partial
 	for _, a := range acked {
 		if rows[fmt.Sprintf("w%08d", a.seq)] == 0 {
 			f.lost++
