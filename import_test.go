@@ -17,9 +17,10 @@ import (
 
 // The import's bulk path (storage.Bulk) commits a staged table in many transactions, sent
 // while the file is still being read. These tests make files large enough for several of
-// them (bulkFile's entities take about 1 KiB each; one transaction holds about 2.5 MiB) and
-// check that whatever stops an import midway leaves nothing visible, and, once the drops
-// of what was staged are done, nothing in the key space either.
+// them (bulkFile's entities take about 1 KiB each; at the smallest memory budget, which
+// smallBudget sets, a transaction holds about 600 KiB) and check that whatever stops an
+// import midway leaves nothing visible, and, once the drops of what was staged are done,
+// nothing in the key space either.
 
 // bulkFile is an interchange file of one table, Bulk, with n entities of about 1 KiB whose
 // row keys are rows(i).
@@ -28,7 +29,7 @@ func bulkFile(n int, rows func(i int) string) string {
 	var b strings.Builder
 	b.WriteString(`{"@tabula":"export","version":1}` + "\n" + `{"@tabula":"table","account":"","table":"Bulk"}` + "\n")
 	for i := range n {
-		fmt.Fprintf(&b, `{"PartitionKey":"p%03d","RowKey":%q,"Timestamp":"2024-01-02T03:04:05Z","Payload":%q}`+"\n", i/1000, rows(i), pad)
+		fmt.Fprintf(&b, `{"PartitionKey":"p%03d","RowKey":%q,"Timestamp":"2024-01-02T03:04:05Z","Payload":%q}`+"\n", i/100, rows(i), pad)
 	}
 	fmt.Fprintf(&b, `{"@tabula":"end","account":"","table":"Bulk","entities":%d}`+"\n"+`{"@tabula":"eof","tables":1,"entities":%d}`+"\n", n, n)
 	return b.String()
@@ -60,12 +61,12 @@ func TestImportBulkFailureLeavesNothing(t *testing.T) {
 		return
 	}
 	ctx := context.Background()
-	db := openStore(t, nil)
+	db := openStore(t, smallBudget())
 	other := createTable(t, db, "Other")
 	_, err := other.Insert(ctx, Entity{PartitionKey: "p", RowKey: "r"})
 	require.NoError(t, err)
 
-	const n = 8000
+	const n = 2400
 	file := bulkFile(n, inOrder)
 	lines := strings.SplitAfter(file, "\n")
 	cut := strings.Join(lines[:2+n*3/4], "")
@@ -104,13 +105,13 @@ func TestImportBulkDiskFull(t *testing.T) {
 	}
 	ctx := context.Background()
 	var full atomic.Bool
-	db := openStore(t, &Options{freeSpace: func() (uint64, error) {
+	db := openStore(t, &Options{MemoryBudget: storage.MinMemoryBudget, freeSpace: func() (uint64, error) {
 		if full.Load() {
 			return 0, nil
 		}
 		return 1 << 40, nil
 	}})
-	const n = 8000
+	const n = 2400
 	_, err := db.Import(ctx, strings.NewReader(bulkFile(n, inOrder)), &ImportOptions{ProgressEvery: n / 2,
 		Progress: func(p Progress) error {
 			full.Store(true)
@@ -131,8 +132,8 @@ func TestImportBulkRepeatAcrossCommits(t *testing.T) {
 		return
 	}
 	ctx := context.Background()
-	db := openStore(t, nil)
-	const n = 6000
+	db := openStore(t, smallBudget())
+	const n = 2400
 	lines := strings.SplitAfter(bulkFile(n, inOrder), "\n")
 	lines[2+n-1] = lines[2+10] // the last entity is the eleventh again
 	file := strings.Join(lines, "")
@@ -159,7 +160,7 @@ func TestImportBulkConcurrentWriters(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	db := openStore(t, nil)
+	db := openStore(t, smallBudget())
 	const writers = 4
 	tables := make([]*Table, writers)
 	for i := range tables {
@@ -192,7 +193,7 @@ func TestImportBulkConcurrentWriters(t *testing.T) {
 	for range writers {
 		<-started
 	}
-	const n = 6000
+	const n = 2400
 	p, err := db.Import(context.Background(), strings.NewReader(bulkFile(n, inOrder)), nil)
 	cancel()
 	wg.Wait()
@@ -212,7 +213,11 @@ func TestImportBulkConcurrentWriters(t *testing.T) {
 		}
 		assert.Equal(t, inserted[w], count, "table %d", w)
 	}
-	e, err := db.Table("Bulk").Get(back, "p005", inOrder(n-1))
+	e, err := db.Table("Bulk").Get(back, fmt.Sprintf("p%03d", (n-1)/100), inOrder(n-1))
 	require.NoError(t, err)
 	assert.Equal(t, String(strings.Repeat("x", 1000)), e.Properties["Payload"])
 }
+
+// smallBudget are options with the smallest memory budget, whose small memtables take
+// small transactions: a test's import commits many of them without a large file.
+func smallBudget() *Options { return &Options{MemoryBudget: storage.MinMemoryBudget} }
