@@ -57,19 +57,20 @@ func interchangeFile(n int) []byte {
 
 // rawWrites writes the same keys and records as the import with Badger's WriteBatch, its own
 // way of loading many keys: transactions as large as Badger takes, committed without
-// waiting while the next is filled. It returns the time taken and the process's CPU time
-// meanwhile (0 where it cannot be read).
-func rawWrites(b *testing.B, dir string, n int, budget uint64) (time.Duration, time.Duration) {
-	raw, err := badger.Open(storage.BadgerOptions(dir, budget).WithSyncWrites(false))
+// waiting while the next is filled. It returns the time taken, the process's CPU time
+// meanwhile (0 where it cannot be read), and how long Badger held writes back because
+// level 0 had too many tables (the "Lifetime L0 stalled" it reports on Close).
+func rawWrites(b *testing.B, dir string, n int, budget uint64) (elapsed, cpu, stalled time.Duration) {
+	stalls := &stallLog{}
+	raw, err := badger.Open(storage.BadgerOptions(dir, budget).WithSyncWrites(false).
+		WithLogger(stalls).WithLoggingLevel(badger.INFO))
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer raw.Close()
 	pad := strings.Repeat("x", 1000)
 	rw, clock := newRecordWriter(), &rawClock{}
-	start, cpu := time.Now(), processCPU()
+	start, cpu0 := time.Now(), processCPU()
 	wb := raw.NewWriteBatch()
-	defer wb.Cancel()
 	for i := range n {
 		e := interchangeEntity(i, pad)
 		if err := wb.Set(entityKey(nil, 1, e.PartitionKey, e.RowKey), rw.appendRecord(nil, clock.next(), e.Properties)); err != nil {
@@ -79,7 +80,24 @@ func rawWrites(b *testing.B, dir string, n int, budget uint64) (time.Duration, t
 	if err := wb.Flush(); err != nil {
 		b.Fatal(err)
 	}
-	return time.Since(start), processCPU() - cpu
+	elapsed, cpu = time.Since(start), processCPU()-cpu0
+	if err := raw.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return elapsed, cpu, stalls.lifetime
+}
+
+// stallLog is a badger.Logger that keeps the L0 stall time Badger reports on Close and
+// passes warnings and errors on to the test log's writer (stderr).
+type stallLog struct{ lifetime time.Duration }
+
+func (l *stallLog) Errorf(f string, a ...any)   { fmt.Fprintf(os.Stderr, "badger: "+f, a...) }
+func (l *stallLog) Warningf(f string, a ...any) { fmt.Fprintf(os.Stderr, "badger: "+f, a...) }
+func (l *stallLog) Debugf(string, ...any)       {}
+func (l *stallLog) Infof(f string, a ...any) {
+	if rest, ok := strings.CutPrefix(fmt.Sprintf(f, a...), "Lifetime L0 stalled for: "); ok {
+		l.lifetime, _ = time.ParseDuration(strings.TrimSpace(rest))
+	}
 }
 
 // rawReads reads every key and value of table 1 in dir once.
@@ -161,7 +179,8 @@ func (r *interchangeReader) Read(p []byte) (int, error) {
 // BenchmarkImport: DB.Import of the file into a new table on disk, against raw Badger's
 // writes of the same records. Besides the rates it reports the process's CPU time per
 // entity on each side (Badger's background flushes and compactions included), which a
-// shared machine's load disturbs far less than the rates; and, for a size set by
+// shared machine's load disturbs far less than the rates; how long raw Badger's writes
+// waited for level 0 to be compacted (badger-L0-stall-s); and, for a size set by
 // TABULA_BENCH_INTERCHANGE, the import's compaction debt: how long Badger still compacts
 // after the last write (the disk usage of its directory stops changing for 5 s).
 // TABULA_BENCH_BUDGET sets both stores' memory budget in bytes (default: the default's);
@@ -182,7 +201,7 @@ func BenchmarkImport(b *testing.B) {
 		}
 		budget = v
 	}
-	var engine, raw, engineCPU, rawCPU, debt time.Duration
+	var engine, raw, engineCPU, rawCPU, rawStalled, debt time.Duration
 	for b.Loop() {
 		b.StopTimer()
 		dir, rawDir := b.TempDir(), b.TempDir()
@@ -210,14 +229,15 @@ func BenchmarkImport(b *testing.B) {
 			b.Fatal(err)
 		}
 		if withRaw {
-			d, c := rawWrites(b, rawDir, n, budget)
-			raw, rawCPU = raw+d, rawCPU+c
+			d, c, st := rawWrites(b, rawDir, n, budget)
+			raw, rawCPU, rawStalled = raw+d, rawCPU+c, rawStalled+st
 		}
 		b.StartTimer()
 	}
 	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(n*b.N) }
 	if withRaw {
 		reportRates(b, n*b.N, engine, raw)
+		b.ReportMetric(rawStalled.Seconds()/float64(b.N), "badger-L0-stall-s")
 		if engineCPU > 0 {
 			b.ReportMetric(per(rawCPU), "badger-cpu-µs/entity")
 		}
