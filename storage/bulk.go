@@ -68,7 +68,7 @@ func (b *Bulk) Set(key, value []byte) error {
 		}
 	}
 	err := b.txn.Set(key, value)
-	if errors.Is(err, badger.ErrTxnTooBig) {
+	if errors.Is(err, badger.ErrTxnTooBig) && b.n > 0 {
 		if err := b.commit(true); err != nil {
 			return err
 		}
