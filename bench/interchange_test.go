@@ -62,8 +62,9 @@ func interchangeFile(n int) []byte {
 // level 0 had too many tables (the "Lifetime L0 stalled" it reports on Close).
 func rawWrites(b *testing.B, dir string, n int, budget uint64) (elapsed, cpu, stalled time.Duration) {
 	stalls := &stallLog{}
+	// WithLoggingLevel replaces the logger, so it comes first.
 	raw, err := badger.Open(storage.BadgerOptions(dir, budget).WithSyncWrites(false).
-		WithLogger(stalls).WithLoggingLevel(badger.INFO))
+		WithLoggingLevel(badger.INFO).WithLogger(stalls))
 	if err != nil {
 		b.Fatal(err)
 	}
