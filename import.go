@@ -208,9 +208,10 @@ type stagedEntity struct {
 // the namespace of its account (see ImportOptions.Namespaces), with their access policies
 // and the accounts' service properties.
 //
-// It is a bulk path: entities are written in large transactions into a staging area, a
-// table ID no catalog entry names, and nothing is published until the file has been read
-// to its trailer with every line checked. Then each new table is published by one catalog
+// It is a bulk path: entities are written into a staging area, a table ID no catalog entry
+// names, in transactions as large as the store takes, committed while the next lines are
+// read (storage.Bulk); nothing is published until the file has been read to its trailer
+// with every line checked and every staged write committed. Then each new table is published by one catalog
 // write (all of them in one transaction), and the entities of each table that existed are
 // applied to it in large transactions, by the Existing policy. So a file cut short, or one
 // with a line that breaks a rule, changes nothing (unless BestEffort asks for the whole
@@ -500,7 +501,8 @@ func (db *DB) screen(ctx context.Context, bulk *storage.Bulk, cur *stagedTable, 
 	return err
 }
 
-// The size of the import's staging transactions.
+// The size of the import's batches: a staged batch's look-ups (see screen), a transaction
+// of applyStaged, and an ImportService's SubmitBulk.
 const (
 	importBatchEntities = 2000
 	importBatchBytes    = 4 << 20
