@@ -208,9 +208,10 @@ type stagedEntity struct {
 // the namespace of its account (see ImportOptions.Namespaces), with their access policies
 // and the accounts' service properties.
 //
-// It is a bulk path: entities are written in large transactions into a staging area, a
-// table ID no catalog entry names, and nothing is published until the file has been read
-// to its trailer with every line checked. Then each new table is published by one catalog
+// It is a bulk path: entities are written into a staging area, a table ID no catalog entry
+// names, in transactions as large as the store takes, committed while the next lines are
+// read (storage.Bulk); nothing is published until the file has been read to its trailer
+// with every line checked and every staged write committed. Then each new table is published by one catalog
 // write (all of them in one transaction), and the entities of each table that existed are
 // applied to it in large transactions, by the Existing policy. So a file cut short, or one
 // with a line that breaks a rule, changes nothing (unless BestEffort asks for the whole
@@ -262,66 +263,37 @@ func (db *DB) importFile(ctx context.Context, r io.Reader, opts *ImportOptions, 
 			db.dropInBackground(t.id)
 		}
 	}
+	// The staged table is private until publish, so its entities go in through a bulk
+	// writer (see storage.Bulk): large commits, sent while the next batch is decoded.
+	bulk := db.store.NewBulk()
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
 		}
-		var bad error // returned as it is, not as the store's error
-		skipped := 0
-		err := db.update(ctx, func(tx *storage.Txn) error {
-			bad, skipped = nil, 0
-			for i := range batch {
-				e := &batch[i]
-				var why string
-				var code *Error
-				if e.check { // a key not after the one before: it may be staged already
-					found, err := tx.Get(e.key, nil)
-					if err != nil {
-						return err
-					}
-					for j := range i {
-						found = found || bytes.Equal(batch[j].key, e.key)
-					}
-					if found {
-						why, code = "is in the table twice", ErrInvalidInput
-					}
-				}
-				if why == "" && cur.target != 0 && opts.Existing == ExistingFail {
-					found, err := tx.Get(entityKey(cur.target, e.pk, e.rk), nil)
-					if err != nil {
-						return err
-					}
-					if found {
-						why, code = "exists in the table already, and the policy is ExistingFail", ErrEntityAlreadyExists
-					}
-				}
-				if why != "" {
-					if opts.BestEffort {
-						skipped++
-						e.key = nil
-						continue
-					}
-					bad = &ImportError{Line: e.line, Field: "PartitionKey, RowKey", Rule: fmt.Sprintf("entity (%q, %q) %s", e.pk, e.rk, why),
-						Err: code.WithDetail("entity (%q, %q)", e.pk, e.rk)}
-					return bad
-				}
-				if err := tx.Set(e.key, e.record); err != nil {
-					return err
+		defer func() {
+			clear(batch)
+			batch, size = batch[:0], 0
+		}()
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		checks := slices.ContainsFunc(batch, func(e stagedEntity) bool { return e.check })
+		if checks || cur.target != 0 && opts.Existing == ExistingFail {
+			if err := db.screen(ctx, bulk, cur, batch, checks, opts, &im.p); err != nil {
+				return err
+			}
+		}
+		for i := range batch {
+			if e := &batch[i]; e.key != nil {
+				if err := bulk.Set(e.key, e.record); err != nil {
+					return storageError(err)
 				}
 			}
-			return nil
-		})
-		clear(batch)
-		batch, size = batch[:0], 0
-		im.p.Skipped += int64(skipped)
-		im.p.Entities -= int64(skipped)
-		im.p.TableEntities -= int64(skipped)
-		if bad != nil {
-			return bad
 		}
-		return err
+		return nil
 	}
 	fail := func(err error) (Progress, error) {
+		bulk.Cancel()
 		if opts.BestEffort {
 			var whole, part []*stagedTable
 			for _, t := range staged {
@@ -448,6 +420,9 @@ func (db *DB) importFile(ctx context.Context, r io.Reader, opts *ImportOptions, 
 			if err := flush(); err != nil {
 				return fail(err)
 			}
+			if err := bulk.Flush(); err != nil {
+				return fail(storageError(err))
+			}
 			cur.done = true
 			cur = nil
 			im.p.Tables++
@@ -457,13 +432,77 @@ func (db *DB) importFile(ctx context.Context, r io.Reader, opts *ImportOptions, 
 			}
 		}
 	}
+	if err := bulk.Flush(); err != nil {
+		return fail(storageError(err))
+	}
 	if err := db.publish(ctx, staged, props, opts, &im.p); err != nil {
 		return im.p, err
 	}
 	return im.p, nil
 }
 
-// The size of the import's staging transactions.
+// screen finds the entities of a batch that must not be staged: a key staged already
+// (checks: some key of the batch is not after every key before it) and, under
+// ExistingFail, a key the table of its name holds. Under BestEffort it leaves them out
+// (a nil key) and counts them as skipped; otherwise the first one is the import's error.
+func (db *DB) screen(ctx context.Context, bulk *storage.Bulk, cur *stagedTable, batch []stagedEntity, checks bool, opts *ImportOptions, p *Progress) error {
+	if checks {
+		// The keys staged before must be visible to the look-ups.
+		if err := bulk.Flush(); err != nil {
+			return storageError(err)
+		}
+	}
+	var seen map[string]struct{} // the batch's keys so far, when some are checked
+	if checks {
+		seen = make(map[string]struct{}, len(batch))
+	}
+	skipped := 0
+	err := db.view(ctx, func(tx *storage.Txn) error {
+		for i := range batch {
+			e := &batch[i]
+			var why string
+			var code *Error
+			if e.check { // a key not after the one before: it may be staged already
+				found, err := tx.Get(e.key, nil)
+				if err != nil {
+					return err
+				}
+				if _, twice := seen[string(e.key)]; found || twice {
+					why, code = "is in the table twice", ErrInvalidInput
+				}
+			}
+			if why == "" && cur.target != 0 && opts.Existing == ExistingFail {
+				found, err := tx.Get(entityKey(cur.target, e.pk, e.rk), nil)
+				if err != nil {
+					return err
+				}
+				if found {
+					why, code = "exists in the table already, and the policy is ExistingFail", ErrEntityAlreadyExists
+				}
+			}
+			if why == "" {
+				if seen != nil {
+					seen[string(e.key)] = struct{}{}
+				}
+				continue
+			}
+			if !opts.BestEffort {
+				return &ImportError{Line: e.line, Field: "PartitionKey, RowKey", Rule: fmt.Sprintf("entity (%q, %q) %s", e.pk, e.rk, why),
+					Err: code.WithDetail("entity (%q, %q)", e.pk, e.rk)}
+			}
+			skipped++
+			e.key = nil
+		}
+		return nil
+	})
+	p.Skipped += int64(skipped)
+	p.Entities -= int64(skipped)
+	p.TableEntities -= int64(skipped)
+	return err
+}
+
+// The size of the import's batches: a staged batch's look-ups (see screen), a transaction
+// of applyStaged, and an ImportService's SubmitBulk.
 const (
 	importBatchEntities = 2000
 	importBatchBytes    = 4 << 20

@@ -294,6 +294,7 @@ type Decoder struct {
 	inTab    int64
 	tables   int64
 	entities int64
+	members  []Member // the last entity line's, reused for the next
 }
 
 // NewDecoder returns a Decoder reading r.
@@ -384,10 +385,14 @@ func (d *Decoder) entity(line []byte) (Record, error) {
 	bad := func(field, rule string) (Record, error) {
 		return Record{}, &FormatError{Line: d.line, Field: field, Rule: rule, EntityLine: true}
 	}
-	ms, err := ParseObject(line)
+	// The members are read into the last line's slice: a line's entity holds their strings,
+	// not the slice.
+	clear(d.members)
+	ms, err := appendObject(d.members[:0], line)
 	if err != nil {
 		return bad("", err.Error())
 	}
+	d.members = ms
 	e, err := decodeMembers(ms, KeysFromBody)
 	if err != nil {
 		var de *DecodeError
