@@ -61,7 +61,7 @@ func transcoderCases() []struct {
 		"Last":  DateTime(time.Date(9999, 12, 31, 23, 59, 59, 999999900, time.UTC)),
 		"Leap":  DateTime(time.Date(2024, 2, 29, 12, 0, 0, 1234500, time.UTC)),
 		"Guid":  Guid{0xde, 0xad, 0xbe, 0xef, 15: 1}, "ZeroGuid": Guid{},
-		"Bin":   Binary(bytes.Repeat([]byte{0, 0xff, '\n', '"'}, 1000)), "Empty": Binary{}, "One": Binary{7},
+		"Bin": Binary(bytes.Repeat([]byte{0, 0xff, '\n', '"'}, 1000)), "Empty": Binary{}, "One": Binary{7},
 		"True": Boolean(true), "False": Boolean(false),
 		"Str": String("line\nbreak \"quoted\" \\ \u2028 \x00 \x1f é\t\r\b\f"), "Num": String("12"), "Blank": String(""),
 		"Long": String(strings.Repeat("x", 1000) + "\"" + strings.Repeat("é", 300)),
