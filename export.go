@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -426,29 +427,36 @@ func (x *exporter) scan(ctx context.Context, tx *storage.Txn, id uint64, pred *o
 			decoderPool.Put(d)
 		}
 	}()
-	for n := 0; it.Next(); n++ {
-		if n%1024 == 0 {
+	n := 0
+	each := func(key, v []byte) error {
+		if n++; n%1024 == 0 {
 			if err := ctx.Err(); err != nil {
 				return x.fail(err)
 			}
 		}
-		key := it.Key()
-		err := it.Value(func(v []byte) error {
-			if pred == nil {
-				var err error
-				if line, err = tc.appendLine(line[:0], key, v); err == nil {
-					if err := x.enc.EntityLine(line); err != nil {
-						return x.fail(err)
-					}
-					if cap(line) > 1<<20 {
-						line = nil // one huge entity does not keep its buffer for the rest
-					}
-					return x.counted(bytesView(tc.pk), bytesView(tc.rk))
+		if pred == nil {
+			var err error
+			if line, err = tc.appendLine(line[:0], key, v); err == nil {
+				if err := x.enc.EntityLine(line); err != nil {
+					return x.fail(err)
 				}
+				if cap(line) > 1<<20 {
+					line = nil // one huge entity does not keep its buffer for the rest
+				}
+				return x.counted(bytesView(tc.pk), bytesView(tc.rk))
 			}
-			return generic(key, v)
-		})
-		if err != nil {
+		}
+		return generic(key, v)
+	}
+	if err := ctx.Err(); err != nil {
+		return x.fail(err)
+	}
+	if runtime.GOMAXPROCS(0) > 1 {
+		return scanAhead(it, each)
+	}
+	for it.Next() {
+		key := it.Key()
+		if err := it.Value(func(v []byte) error { return each(key, v) }); err != nil {
 			return err
 		}
 	}

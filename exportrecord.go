@@ -8,6 +8,7 @@ import (
 	"github.com/tabuladb/tabula/internal/keyorder"
 	"github.com/tabuladb/tabula/internal/wire"
 	"github.com/tabuladb/tabula/odata"
+	"github.com/tabuladb/tabula/storage"
 )
 
 // An export writes every stored entity as a line of JSON. Decoding each record into a
@@ -104,3 +105,92 @@ func appendKeyPart(dst, encoded []byte) []byte {
 
 // bytesView is b as a string without copying it: for reading only while b is unchanged.
 func bytesView(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// An export's time goes about half to the store's scan and half to writing the lines, so
+// scanAhead runs the scan on a goroutine of its own, on another core, handing the writer
+// batches of keys and records copied out of it (the store's bytes are valid only during
+// its callback): a few batches of scanBatch bytes in flight bound the memory it takes.
+const (
+	scanBatch   = 128 << 10
+	scanBatches = 4
+)
+
+// rawBatch is consecutive entities of a scan: their keys and records, copied.
+type rawBatch struct {
+	buf  []byte
+	ends []int // per entity, where its key and then its record end in buf
+	err  error // the scan's error, after the entities before it
+}
+
+// scanAhead reads every entity of it on a goroutine of its own and calls each, on the
+// caller's goroutine, with each key and record in order, until each returns an error.
+// The key and record are valid only during the call.
+func scanAhead(it *storage.Iterator, each func(key, rec []byte) error) error {
+	full := make(chan *rawBatch, scanBatches)
+	free := make(chan *rawBatch, scanBatches)
+	for range scanBatches {
+		free <- &rawBatch{buf: make([]byte, 0, scanBatch)}
+	}
+	stop := make(chan struct{})
+	go func() {
+		defer close(full)
+		b := <-free
+		send := func() bool {
+			select {
+			case full <- b:
+			case <-stop:
+				return false
+			}
+			select {
+			case b = <-free:
+			case <-stop:
+				return false
+			}
+			if cap(b.buf) > 4*scanBatch {
+				b.buf = make([]byte, 0, scanBatch) // one huge entity does not keep its buffer
+			}
+			b.buf, b.ends, b.err = b.buf[:0], b.ends[:0], nil
+			return true
+		}
+		for it.Next() {
+			b.buf = append(b.buf, it.Key()...)
+			k := len(b.buf)
+			if b.err = it.Value(func(v []byte) error {
+				b.buf = append(b.buf, v...)
+				return nil
+			}); b.err != nil {
+				break
+			}
+			b.ends = append(b.ends, k, len(b.buf))
+			if len(b.buf) >= scanBatch && !send() {
+				return
+			}
+		}
+		if len(b.ends) > 0 || b.err != nil {
+			select {
+			case full <- b:
+			case <-stop:
+			}
+		}
+	}()
+	var err error
+	for b := range full {
+		start := 0
+		for i := 0; i < len(b.ends) && err == nil; i += 2 {
+			k, end := b.ends[i], b.ends[i+1]
+			err = each(b.buf[start:k], b.buf[k:end])
+			start = end
+		}
+		if err == nil {
+			err = b.err
+		}
+		if err != nil {
+			close(stop)
+			for range full { // until the scan has stopped: the caller closes it next
+			}
+			return err
+		}
+		free <- b
+	}
+	return nil
+}
