@@ -82,13 +82,15 @@ func rawWrites(b *testing.B, dir string, n int) time.Duration {
 	return time.Since(start)
 }
 
-// rawReads reads every key and value of table 1 in dir once, with Badger opened with opts.
-func rawReads(b *testing.B, opts badger.Options) (time.Duration, int) {
+// rawReads reads every key and value of table 1 in dir once, with Badger opened with opts,
+// and returns the time it took, the process's CPU time meanwhile and the entities read.
+func rawReads(b *testing.B, opts badger.Options) (time.Duration, time.Duration, int) {
 	raw, err := badger.Open(opts)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer raw.Close()
+	cpu0, _ := processCPU()
 	start := time.Now()
 	n := 0
 	prefix := tablePrefix(nil, 1)
@@ -106,7 +108,9 @@ func rawReads(b *testing.B, opts badger.Options) (time.Duration, int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return time.Since(start), n
+	wall := time.Since(start)
+	cpu1, _ := processCPU()
+	return wall, cpu1 - cpu0, n
 }
 
 func reportRates(b *testing.B, n int, engine, raw time.Duration) {
@@ -149,7 +153,8 @@ func BenchmarkImport(b *testing.B) {
 // raw Badger untimed, to warm the page cache), and each reports its fastest round, so that
 // a burst of other work on a shared machine, or of compaction after the load, weighs on
 // neither. badger-nocache-entities/s is raw Badger's with its block cache off, the same
-// reads through mmap alone.
+// reads through mmap alone. cpu-ns/entity and badger-cpu-ns/entity are the CPU time the
+// process spent per entity (on Linux), which the machine's other load changes less.
 func BenchmarkExport(b *testing.B) {
 	if inMemory {
 		b.Skip("the export's figure is on disk: raw Badger reads the engine's directory")
@@ -166,7 +171,7 @@ func BenchmarkExport(b *testing.B) {
 	opts := storage.BadgerOptions(dir, 0).WithSyncWrites(false)
 	rawReads(b, opts)
 	const rounds = 3
-	var engine, raw, rawNoCache time.Duration
+	var engine, raw, rawNoCache, engineCPU, rawCPU time.Duration
 	fastest := func(best *time.Duration, d time.Duration) {
 		if *best == 0 || d < *best {
 			*best = d
@@ -177,24 +182,28 @@ func BenchmarkExport(b *testing.B) {
 	for range b.N {
 		for range rounds {
 			b.StopTimer()
-			d, got := rawReads(b, opts)
+			d, cpu, got := rawReads(b, opts)
 			if got < n {
 				b.Fatalf("raw read %d of %d", got, n)
 			}
 			fastest(&raw, d)
-			d, _ = rawReads(b, opts.WithBlockCacheSize(0))
+			rawCPU += cpu
+			d, _, _ = rawReads(b, opts.WithBlockCacheSize(0))
 			fastest(&rawNoCache, d)
 			db, err := tabula.Open(dir, nil)
 			if err != nil {
 				b.Fatal(err)
 			}
 			b.StartTimer()
+			cpu0, _ := processCPU()
 			start := time.Now()
 			cw := &countWriter{}
 			if err := db.Export(ctx, cw, nil); err != nil {
 				b.Fatal(err)
 			}
 			fastest(&engine, time.Since(start))
+			cpu1, _ := processCPU()
+			engineCPU += cpu1 - cpu0
 			written = cw.n
 			b.StopTimer()
 			if err := db.Close(); err != nil {
@@ -207,6 +216,12 @@ func BenchmarkExport(b *testing.B) {
 	b.SetBytes(written * rounds)
 	reportRates(b, n, engine, raw)
 	b.ReportMetric(float64(n)/rawNoCache.Seconds(), "badger-nocache-entities/s")
+	// CPU time, of every thread of the process, per entity: what the rates would be on idle
+	// cores, whatever else the machine runs.
+	if engineCPU > 0 {
+		b.ReportMetric(float64(engineCPU.Nanoseconds())/float64(n*rounds*b.N), "cpu-ns/entity")
+		b.ReportMetric(float64(rawCPU.Nanoseconds())/float64(n*rounds*b.N), "badger-cpu-ns/entity")
+	}
 }
 
 type countWriter struct{ n int64 }

@@ -199,17 +199,22 @@ func (e *Encoder) EntityLine(line []byte) error {
 // Timestamp: {"odata.etag":…,"PartitionKey":…,"RowKey":…,"Timestamp":…, for an entity
 // written at ticks.
 func AppendEntityHead(b []byte, pk, rk string, ticks int64) []byte {
-	// The ETag is AppendETag's, JSON-escaped: only its quotes need it, unless the ticks
-	// are beyond the years 0 to 9999 (as only a corrupt record's can be), which the
-	// generic way escapes.
-	b = append(b, `{"odata.etag":`...)
-	mark := len(b)
-	b = append(b, `"W/\"datetime'`...)
-	text := len(b)
-	b = appendTicks(b, ticks, "%3A")
-	if !plainText(b[text:]) {
-		b = AppendString(b[:mark], string(AppendETag(nil, ticks)))
+	// The time's text, written once: the ETag is AppendETag's, the same text with its colons
+	// percent-encoded, JSON-escaped (only its quotes need it, unless the ticks are beyond the
+	// years 0 to 9999, as only a corrupt record's can be: then the generic way escapes).
+	var scratch [48]byte
+	text := AppendTime(scratch[:0], ticks)
+	if !plainText(text) {
+		b = append(b, `{"odata.etag":`...)
+		b = AppendString(b, string(AppendETag(nil, ticks)))
 	} else {
+		b = append(b, `{"odata.etag":"W/\"datetime'`...)
+		// YYYY-MM-DDTHH:MM:SS…: the colons are at 13 and 16, whatever the digits hold.
+		b = append(b, text[:13]...)
+		b = append(b, "%3A"...)
+		b = append(b, text[14:16]...)
+		b = append(b, "%3A"...)
+		b = append(b, text[17:]...)
 		b = append(b, `'\""`...)
 	}
 	b = append(b, `,"PartitionKey":`...)
@@ -217,7 +222,7 @@ func AppendEntityHead(b []byte, pk, rk string, ticks int64) []byte {
 	b = append(b, `,"RowKey":`...)
 	b = AppendString(b, rk)
 	b = append(b, `,"Timestamp":"`...)
-	b = AppendTime(b, ticks)
+	b = append(b, text...)
 	return append(b, '"')
 }
 
