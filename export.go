@@ -67,7 +67,8 @@ type Progress struct {
 // Export writes the database's tables to w as an interchange file: every namespace, or
 // those opts names, with their service properties and each table's access policies. The
 // whole database is read in one consistent view, so the file holds it as it stood at one
-// moment (as DB.Snapshot would), while the database goes on serving writes.
+// moment (as DB.Snapshot would), while the database goes on serving writes. An export
+// resumed (opts.Resume) reads the database as it is when resumed.
 func (db *DB) Export(ctx context.Context, w io.Writer, opts *ExportOptions) error {
 	if opts == nil {
 		opts = &ExportOptions{}

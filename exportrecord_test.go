@@ -151,9 +151,17 @@ func encodeRecordWithCode(code byte) []byte {
 // A stored record, however corrupt, never panics the transcoder; what it accepts the
 // generic path writes the same way.
 func FuzzLineTranscoder(f *testing.F) {
+	// Small seeds only: the fuzzer minimizes every new input it finds, which takes minutes
+	// for records of kilobytes.
 	for _, c := range transcoderCases() {
-		f.Add(c.key, c.rec)
+		if len(c.rec) <= 512 {
+			f.Add(c.key, c.rec)
+		}
 	}
+	small := Properties{"B": Binary{0, '"'}, "D": Double(math.NaN()), "F": Boolean(false), "G": Guid{1},
+		"I": Int32(-1), "L": Int64(math.MinInt64), "S": String("a\"\x00é"), "T": DateTime(time.Unix(0, 100).UTC()),
+		"Z": Double(1e-7)}
+	f.Add(entityKey(7, "p\x00", "r\u20ac"), encodeRecord(638400000001234567, small, sortedNames(small)))
 	f.Fuzz(func(t *testing.T, key, rec []byte) {
 		var tc lineTranscoder
 		got, err := tc.appendLine(nil, key, rec)
