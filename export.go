@@ -5,11 +5,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
 	"strings"
 
 	"github.com/tabuladb/tabula/internal/wire"
 	"github.com/tabuladb/tabula/odata"
+	"github.com/tabuladb/tabula/partition"
 	"github.com/tabuladb/tabula/storage"
 )
 
@@ -63,49 +65,102 @@ type Progress struct {
 }
 
 // Export writes the database's tables to w as an interchange file: every namespace, or
-// those opts names, with their service properties and each table's access policies. Each
-// table is read in one consistent view, so a table is written as it stood at one moment
-// while the database goes on serving writes; different tables may be read at different
-// moments.
+// those opts names, with their service properties and each table's access policies. The
+// whole database is read in one consistent view, so the file holds it as it stood at one
+// moment (as DB.Snapshot would), while the database goes on serving writes. An export
+// resumed (opts.Resume) reads the database as it is when resumed.
 func (db *DB) Export(ctx context.Context, w io.Writer, opts *ExportOptions) error {
 	if opts == nil {
 		opts = &ExportOptions{}
-	}
-	namespaces := opts.Namespaces
-	if namespaces == nil {
-		var err error
-		if namespaces, err = db.namespaces(ctx); err != nil {
-			return err
-		}
 	}
 	x, err := newExporter(w, opts)
 	if err != nil {
 		return err
 	}
-	for _, name := range namespaces {
-		ns := db.Namespace(name)
-		props, err := ns.ServiceProperties(ctx)
+	var pred *odata.Predicate
+	if opts.Filter != "" {
+		expr, err := parseFilter(opts.Filter)
 		if err != nil {
 			return err
 		}
-		if props != nil && x.resuming == nil {
-			if err := x.enc.Account(name, props); err != nil {
+		pred = odata.Compile(expr)
+	}
+	err = db.view(ctx, func(tx *storage.Txn) error {
+		namespaces := opts.Namespaces
+		if namespaces == nil {
+			var err error
+			if namespaces, err = namespacesIn(tx); err != nil {
 				return err
 			}
 		}
-		for info, err := range ns.Tables(ctx, "") {
-			if err != nil {
-				return err
-			}
-			if !x.wanted(name, info.Name) {
-				continue
-			}
-			if err := x.table(ctx, name, info.Name, ns.Table(info.Name), db.exportTable); err != nil {
+		for _, name := range namespaces {
+			if err := db.exportNamespace(ctx, tx, x, name, pred); err != nil {
 				return err
 			}
 		}
+		return nil
+	})
+	if x.failed != nil {
+		return x.failed
+	}
+	if err != nil {
+		return err
 	}
 	return x.close()
+}
+
+// exportNamespace writes a namespace's service properties and tables, read in tx.
+func (db *DB) exportNamespace(ctx context.Context, tx *storage.Txn, x *exporter, name string, pred *odata.Predicate) error {
+	var props []byte
+	if _, err := tx.Get(propertiesKey(name), func(v []byte) error {
+		props = append([]byte{}, v...)
+		return nil
+	}); err != nil {
+		return err
+	}
+	if props != nil && x.resuming == nil {
+		if err := x.enc.Account(name, props); err != nil {
+			return x.fail(err)
+		}
+	}
+	// Listing the tables is the service's Query Tables, as it was through Namespace.Tables.
+	if err := admit(db.service.AdmitTableOp(name, partition.KindQueryTables), "list tables"); err != nil {
+		return x.fail(err)
+	}
+	var tables []tableRecord
+	lower, upper := catalogBounds(name)
+	it := tx.Scan(lower, upper)
+	for it.Next() {
+		if err := it.Value(func(v []byte) error {
+			rec, err := decodeTableRecord(v)
+			tables = append(tables, rec)
+			return err
+		}); err != nil {
+			it.Close()
+			return err
+		}
+	}
+	it.Close()
+	for _, rec := range tables {
+		if !x.wanted(name, rec.Name) {
+			continue
+		}
+		policies := func() ([]AccessPolicy, error) {
+			var ps []AccessPolicy
+			_, err := tx.Get(aclKey(rec.ID), func(v []byte) (err error) {
+				ps, err = decodeAccessPolicies(v)
+				return err
+			})
+			return ps, err
+		}
+		entities := func(afterPK, afterRK *string) error {
+			return x.scan(ctx, tx, rec.ID, pred, afterPK, afterRK)
+		}
+		if err := x.table(name, rec.Name, policies, entities); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ExportService writes the tables of a service to w as an interchange file, through its
@@ -148,7 +203,20 @@ func ExportService(ctx context.Context, s ServiceAPI, w io.Writer, opts *ExportO
 		if !x.wanted(opts.Account, info.Name) {
 			continue
 		}
-		if err := x.table(ctx, opts.Account, info.Name, s.Table(info.Name), nil); err != nil {
+		t := s.Table(info.Name)
+		policies := func() ([]AccessPolicy, error) {
+			acl, ok := t.(AccessPoliciesAPI)
+			if !ok {
+				return nil, nil
+			}
+			ps, err := acl.AccessPolicies(ctx)
+			if err != nil && unavailable(err) {
+				return nil, nil
+			}
+			return ps, err
+		}
+		entities := func(afterPK, afterRK *string) error { return x.query(ctx, t, afterPK, afterRK) }
+		if err := x.table(opts.Account, info.Name, policies, entities); err != nil {
 			return err
 		}
 	}
@@ -163,6 +231,7 @@ type exporter struct {
 	resuming *Progress // until the table to resume in is reached
 	p        Progress
 	scratch  wire.Entity
+	failed   error // see fail
 }
 
 func newExporter(w io.Writer, opts *ExportOptions) (*exporter, error) {
@@ -196,11 +265,10 @@ func (x *exporter) wanted(account, table string) bool {
 	return true
 }
 
-// tableScan reads a table's entities after a key (none: from the start) and gives each to
-// emit; the embedded fast path, or nil for the generic one.
-type tableScan func(ctx context.Context, t *Table, filter string, afterPK, afterRK *string, emit func(*wire.Entity) error) error
-
-func (x *exporter) table(ctx context.Context, account, name string, t TableAPI, fast tableScan) error {
+// table writes a table: its header line with the access policies policies reads (unless
+// the export resumes inside it), the entities that entities writes, after a key when
+// resuming (nil: from the start), and its end line.
+func (x *exporter) table(account, name string, policies func() ([]AccessPolicy, error), entities func(afterPK, afterRK *string) error) error {
 	var afterPK, afterRK *string
 	if x.p.InTable && x.p.Account == account && strings.EqualFold(x.p.Table, name) {
 		// Resuming inside this table: its header is written already.
@@ -208,59 +276,68 @@ func (x *exporter) table(ctx context.Context, account, name string, t TableAPI, 
 			afterPK, afterRK = &x.p.PartitionKey, &x.p.RowKey
 		}
 	} else {
-		var policies []wire.InterchangeAccessPolicy
-		if acl, ok := t.(AccessPoliciesAPI); ok {
-			ps, err := acl.AccessPolicies(ctx)
-			if err != nil && !unavailable(err) {
-				return err
-			}
-			for _, p := range ps {
-				ip := wire.InterchangeAccessPolicy{ID: p.ID, Permission: p.Permission}
-				if !p.Start.IsZero() {
-					ip.Start = formatTime(p.Start)
-				}
-				if !p.Expiry.IsZero() {
-					ip.Expiry = formatTime(p.Expiry)
-				}
-				policies = append(policies, ip)
-			}
-		}
-		if err := x.enc.BeginTable(account, name, policies); err != nil {
+		ps, err := policies()
+		if err != nil {
 			return err
+		}
+		var ips []wire.InterchangeAccessPolicy
+		for _, p := range ps {
+			ip := wire.InterchangeAccessPolicy{ID: p.ID, Permission: p.Permission}
+			if !p.Start.IsZero() {
+				ip.Start = formatTime(p.Start)
+			}
+			if !p.Expiry.IsZero() {
+				ip.Expiry = formatTime(p.Expiry)
+			}
+			ips = append(ips, ip)
+		}
+		if err := x.enc.BeginTable(account, name, ips); err != nil {
+			return x.fail(err)
 		}
 		x.p.Account, x.p.Table, x.p.InTable, x.p.TableEntities = account, name, true, 0
 		x.p.PartitionKey, x.p.RowKey = "", ""
 	}
-	emit := func(e *wire.Entity) error {
-		if err := x.enc.Entity(e); err != nil {
-			return err
-		}
-		x.p.Entities++
-		x.p.TableEntities++
-		if x.p.TableEntities%x.every == 0 && x.opts.Progress != nil {
-			x.p.PartitionKey, x.p.RowKey = e.PartitionKey, e.RowKey
-			return x.progress()
-		}
-		return nil
-	}
-	var err error
-	if tt, ok := t.(*Table); ok && fast != nil {
-		err = fast(ctx, tt, x.opts.Filter, afterPK, afterRK, emit)
-	} else {
-		err = x.query(ctx, t, afterPK, afterRK, emit)
-	}
-	if err != nil {
+	if err := entities(afterPK, afterRK); err != nil {
 		return err
 	}
 	if err := x.enc.EndTable(); err != nil {
-		return err
+		return x.fail(err)
 	}
 	x.p.Tables++
 	x.p.InTable = false
 	if x.opts.Progress != nil {
-		return x.progress()
+		return x.fail(x.progress())
 	}
 	return nil
+}
+
+// counted counts an entity written, with its keys (which may be views of a scan's bytes),
+// and calls Progress when it is time to.
+func (x *exporter) counted(pk, rk string) error {
+	x.p.Entities++
+	x.p.TableEntities++
+	if x.p.TableEntities%x.every == 0 && x.opts.Progress != nil {
+		x.p.PartitionKey, x.p.RowKey = strings.Clone(pk), strings.Clone(rk)
+		return x.fail(x.progress())
+	}
+	return nil
+}
+
+// entity writes an entity the generic way.
+func (x *exporter) entity(e *wire.Entity) error {
+	if err := x.enc.Entity(e); err != nil {
+		return x.fail(err)
+	}
+	return x.counted(e.PartitionKey, e.RowKey)
+}
+
+// fail records err, when there is one, as the export's own: the writer's, Progress's, the
+// context's or the service's refusal, returned as it is rather than as the store's.
+func (x *exporter) fail(err error) error {
+	if err != nil && x.failed == nil {
+		x.failed = err
+	}
+	return err
 }
 
 func (x *exporter) progress() error {
@@ -271,7 +348,7 @@ func (x *exporter) progress() error {
 }
 
 // query reads a table through its TableAPI, after a key when resuming.
-func (x *exporter) query(ctx context.Context, t TableAPI, afterPK, afterRK *string, emit func(*wire.Entity) error) error {
+func (x *exporter) query(ctx context.Context, t TableAPI, afterPK, afterRK *string) error {
 	filter := x.opts.Filter
 	if afterPK != nil {
 		after := Or(Gt("PartitionKey", String(*afterPK)), And(Eq("PartitionKey", String(*afterPK)), Gt("RowKey", String(*afterRK)))).String()
@@ -292,10 +369,9 @@ func (x *exporter) query(ctx context.Context, t TableAPI, afterPK, afterRK *stri
 				e.Properties = append(e.Properties, wire.Property{Name: name, Value: valueOf(v)})
 			}
 		}
-		if err := emit(e); err != nil {
+		if err := x.entity(e); err != nil {
 			return err
 		}
-		x.p.PartitionKey, x.p.RowKey = ent.PartitionKey, ent.RowKey
 	}
 	return nil
 }
@@ -307,91 +383,107 @@ func (x *exporter) close() error {
 	return x.enc.Close()
 }
 
-// exportTable is the embedded fast path: one read view over the table's records, decoded
-// straight to the wire form.
-func (db *DB) exportTable(ctx context.Context, t *Table, filter string, afterPK, afterRK *string, emit func(*wire.Entity) error) error {
-	var pred *odata.Predicate
-	if filter != "" {
-		expr, err := parseFilter(filter)
-		if err != nil {
+// scan writes the entities of table id in tx, after a key when resuming: each transcoded
+// straight from its stored bytes (see lineTranscoder), or, with a filter or for a record
+// the transcoder leaves alone, decoded and written as a wire.Entity.
+func (x *exporter) scan(ctx context.Context, tx *storage.Txn, id uint64, pred *odata.Predicate, afterPK, afterRK *string) error {
+	lower, upper := tableBounds(id)
+	if afterPK != nil {
+		lower = storage.SuccessorOf(entityKey(id, *afterPK, *afterRK))
+	}
+	it := tx.Scan(lower, upper)
+	defer it.Close()
+	var (
+		tc   lineTranscoder
+		line []byte
+		d    *recordDecoder
+		r    scanRecord
+		e    wire.Entity
+	)
+	generic := func(key, v []byte) error {
+		if d == nil {
+			d = decoderPool.Get().(*recordDecoder)
+			r.init()
+		}
+		r.reset(key)
+		var err error
+		if r.ticks, err = d.each(v, nil, r.add); err != nil {
 			return err
 		}
-		pred = odata.Compile(expr)
-	}
-	var emitErr error // returned as it is, not as the store's error
-	err := t.read(ctx, func(ot *openTable) error {
-		return db.view(ctx, func(tx *storage.Txn) error {
-			lower, upper := tableBounds(ot.rec.ID)
-			if afterPK != nil {
-				lower = storage.SuccessorOf(entityKey(ot.rec.ID, *afterPK, *afterRK))
-			}
-			it := tx.Scan(lower, upper)
-			defer it.Close()
-			d := decoderPool.Get().(*recordDecoder)
-			defer decoderPool.Put(d)
-			var r scanRecord
-			r.init()
-			var e wire.Entity
-			for n := 0; it.Next(); n++ {
-				if n%1024 == 0 {
-					if err := ctx.Err(); err != nil {
-						return err
-					}
-				}
-				r.reset(it.Key())
-				if err := it.Value(func(v []byte) (err error) {
-					if r.ticks, err = d.each(v, nil, r.add); err != nil {
-						return err
-					}
-					if pred != nil && !pred.Match(&r) {
-						return nil
-					}
-					if err := r.decodeKeys(); err != nil {
-						return err
-					}
-					e.PartitionKey, e.RowKey, e.Timestamp = r.pk, r.rk, timeOfTicks(r.ticks)
-					e.Properties = e.Properties[:0]
-					for i, name := range r.names {
-						e.Properties = append(e.Properties, wire.Property{Name: name, Value: r.values[i]})
-					}
-					emitErr = emit(&e)
-					return emitErr
-				}); err != nil {
-					return err
-				}
-			}
+		if pred != nil && !pred.Match(&r) {
 			return nil
-		})
-	})
-	if emitErr != nil {
-		return emitErr
+		}
+		if err := r.decodeKeys(); err != nil {
+			return err
+		}
+		e.PartitionKey, e.RowKey, e.Timestamp = r.pk, r.rk, timeOfTicks(r.ticks)
+		e.Properties = e.Properties[:0]
+		for i, name := range r.names {
+			e.Properties = append(e.Properties, wire.Property{Name: name, Value: r.values[i]})
+		}
+		return x.entity(&e)
 	}
-	return err
+	defer func() {
+		if d != nil {
+			decoderPool.Put(d)
+		}
+	}()
+	n := 0
+	each := func(key, v []byte) error {
+		if n++; n%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return x.fail(err)
+			}
+		}
+		if pred == nil {
+			var err error
+			if line, err = tc.appendLine(line[:0], key, v); err == nil {
+				if err := x.enc.EntityLine(line); err != nil {
+					return x.fail(err)
+				}
+				if cap(line) > 1<<20 {
+					line = nil // one huge entity does not keep its buffer for the rest
+				}
+				return x.counted(bytesView(tc.pk), bytesView(tc.rk))
+			}
+		}
+		return generic(key, v)
+	}
+	if err := ctx.Err(); err != nil {
+		return x.fail(err)
+	}
+	if runtime.GOMAXPROCS(0) > 1 {
+		return scanAhead(it, each)
+	}
+	for it.Next() {
+		key := it.Key()
+		if err := it.Value(func(v []byte) error { return each(key, v) }); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// namespaces lists the namespaces that have a table or service properties, the root
-// namespace first.
-func (db *DB) namespaces(ctx context.Context) ([]string, error) {
+// namespacesIn lists the namespaces in tx that have a table or service properties, the
+// root namespace first.
+func namespacesIn(tx *storage.Txn) ([]string, error) {
 	seen := map[string]bool{"": true}
 	out := []string{""}
-	err := db.view(ctx, func(tx *storage.Txn) error {
-		for _, prefix := range []byte{prefixNamespaceTable, prefixProperties} {
-			it := tx.Scan([]byte{prefix}, []byte{prefix + 1})
-			for it.Next() {
-				name, _, _, err := storage.NextPart(it.Key()[1:])
-				if err != nil {
-					it.Close()
-					return errCorrupt(fmt.Sprintf("namespace key %x: %v", it.Key(), err))
-				}
-				if !seen[name] {
-					seen[name] = true
-					out = append(out, name)
-				}
+	for _, prefix := range []byte{prefixNamespaceTable, prefixProperties} {
+		it := tx.Scan([]byte{prefix}, []byte{prefix + 1})
+		for it.Next() {
+			name, _, _, err := storage.NextPart(it.Key()[1:])
+			if err != nil {
+				it.Close()
+				return nil, errCorrupt(fmt.Sprintf("namespace key %x: %v", it.Key(), err))
 			}
-			it.Close()
+			if !seen[name] {
+				seen[name] = true
+				out = append(out, name)
+			}
 		}
-		return nil
-	})
+		it.Close()
+	}
 	slices.Sort(out[1:])
-	return out, err
+	return out, nil
 }

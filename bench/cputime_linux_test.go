@@ -19,3 +19,15 @@ func threadCPU() (time.Duration, bool) {
 	}
 	return time.Duration(ts.Nano()), true
 }
+
+// processCPU is the CPU time the whole process has used, on every thread
+// (CLOCK_PROCESS_CPUTIME_ID), ok false if the clock cannot be read.
+func processCPU() (time.Duration, bool) {
+	const clockProcessCPUTime = 2
+	var ts syscall.Timespec
+	_, _, errno := syscall.Syscall(syscall.SYS_CLOCK_GETTIME, clockProcessCPUTime, uintptr(unsafe.Pointer(&ts)), 0)
+	if errno != 0 {
+		return 0, false
+	}
+	return time.Duration(ts.Nano()), true
+}

@@ -176,6 +176,73 @@ func (e *Encoder) Entity(ent *Entity) error {
 	return nil
 }
 
+// EntityLine writes one entity of the open table that the caller encoded itself, as
+// Entity would have: AppendEntityHead, AppendEntityProperty for each property in name
+// order, then "}\n". It is for a caller that transcodes stored entities without building
+// an Entity; the line is copied, so it may be reused at once.
+func (e *Encoder) EntityLine(line []byte) error {
+	if e.err != nil {
+		return e.err
+	}
+	if !e.inTable {
+		return errors.New("wire: Entity outside a table")
+	}
+	if _, e.err = e.w.Write(line); e.err != nil {
+		return e.err
+	}
+	e.entities++
+	e.inTab++
+	return nil
+}
+
+// AppendEntityHead writes the start of an entity line as Entity writes it, up to its
+// Timestamp: {"odata.etag":…,"PartitionKey":…,"RowKey":…,"Timestamp":…, for an entity
+// written at ticks.
+func AppendEntityHead(b []byte, pk, rk string, ticks int64) []byte {
+	// The time's text, written once: the ETag is AppendETag's, the same text with its colons
+	// percent-encoded, JSON-escaped (only its quotes need it, unless the ticks are beyond the
+	// years 0 to 9999, as only a corrupt record's can be: then the generic way escapes).
+	var scratch [48]byte
+	text := AppendTime(scratch[:0], ticks)
+	if !plainText(text) {
+		b = append(b, `{"odata.etag":`...)
+		b = AppendString(b, string(AppendETag(nil, ticks)))
+	} else {
+		b = append(b, `{"odata.etag":"W/\"datetime'`...)
+		// YYYY-MM-DDTHH:MM:SS…: the colons are at 13 and 16, whatever the digits hold.
+		b = append(b, text[:13]...)
+		b = append(b, "%3A"...)
+		b = append(b, text[14:16]...)
+		b = append(b, "%3A"...)
+		b = append(b, text[17:]...)
+		b = append(b, `'\""`...)
+	}
+	b = append(b, `,"PartitionKey":`...)
+	b = AppendString(b, pk)
+	b = append(b, `,"RowKey":`...)
+	b = AppendString(b, rk)
+	b = append(b, `,"Timestamp":"`...)
+	b = append(b, text...)
+	return append(b, '"')
+}
+
+// plainText reports whether no byte of b needs escaping in a JSON string.
+func plainText(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// AppendEntityProperty writes one property of an entity line after AppendEntityHead, as
+// Entity writes it: a comma, then the member with its type annotation where JSON cannot
+// carry its type.
+func AppendEntityProperty(b []byte, name string, v *odata.Value) []byte {
+	return appendProperty(b, true, name, v, annotateNeeded)
+}
+
 // EndTable writes the open table's end line, with its count of entities.
 func (e *Encoder) EndTable() error {
 	if !e.inTable {
