@@ -95,7 +95,13 @@ func (m *memDB) view(d *DB, fn func(*Txn) error) error {
 	}
 	// A reader keeps only the tree: holding the snapshot would keep alive every commit
 	// made while it runs.
-	return fn(&Txn{m: &memTxn{db: m, start: m.cur.Load().tree}, db: d})
+	v := viewPool.Get().(*viewTxn)
+	v.m = memTxn{db: m, start: m.cur.Load().tree}
+	v.t = Txn{m: &v.m, db: d}
+	err := fn(&v.t)
+	*v = viewTxn{}
+	viewPool.Put(v)
+	return err
 }
 
 func (m *memDB) update(d *DB, fn func(*Txn) error) error {
