@@ -20,6 +20,9 @@ import (
 //
 //	TABULA_BENCH_STORE=disk (default) | mem
 //	TABULA_BENCH_SHAPE=payload (default) | mixed
+//
+// In memory, the core benchmarks and BenchmarkQuery also run a btree sub-benchmark, the
+// engine's in-memory peer (see btreeStore), beside badger (raw Badger in memory).
 var (
 	inMemory bool
 	shape    Shape
@@ -181,6 +184,7 @@ type readFixture struct {
 	engine       *tabula.DB
 	spread, deep *tabula.Table
 	raw          *badger.DB
+	bt           *btreeStore // in memory only: the google/btree baseline's copy
 	dirs         []string
 
 	w          *Workload
@@ -288,6 +292,11 @@ func (fx *readFixture) load() error {
 		loadEngine(ftb, fx.deep, fx.w, deep)
 		loadBadger(ftb, fx.raw, fx.w, spread)
 		loadBadger(ftb, fx.raw, fx.w, deep)
+		if inMemory {
+			fx.bt = newBtreeStore()
+			loadBtree(ftb, fx.bt, fx.w, spread)
+			loadBtree(ftb, fx.bt, fx.w, deep)
+		}
 	}()
 	<-done
 	if ftb.err != nil {

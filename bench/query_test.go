@@ -56,6 +56,19 @@ func rawPages(b *testing.B, fx *readFixture, prefix, lower, upper []byte, page [
 	return scanned, kept
 }
 
+// btreePages is rawPages on the in-memory baseline's tree.
+func btreePages(b *testing.B, fx *readFixture, prefix, lower, upper []byte, page []rawEntity, rr *recordReader,
+	match func([]byte, *rawRecord) bool) (scanned, kept int) {
+	for start := lower; start != nil; {
+		s, k, err := btreeScan(fx.bt, prefix, start, upper, page, rr, match, &start)
+		if err != nil {
+			b.Fatal(err)
+		}
+		scanned, kept = scanned+s, kept+k
+	}
+	return scanned, kept
+}
+
 // benchQueryPoint: PartitionKey and RowKey equal to literals, a Point plan.
 func benchQueryPoint(b *testing.B, fx *readFixture) {
 	filters := make([]string, 4096)
@@ -95,6 +108,26 @@ func benchQueryPoint(b *testing.B, fx *readFixture) {
 		}
 		reportRate(b, n, "scanned/s")
 	})
+	if inMemory {
+		b.Run("btree", func(b *testing.B) {
+			b.ReportAllocs()
+			rr := newRecordReader()
+			var (
+				key []byte
+				rec rawRecord
+			)
+			n := 0
+			for b.Loop() {
+				k := fx.keys[n%len(filters)]
+				key = entityKey(key[:0], spreadID, k.pk, k.rk)
+				if err := btreeGetRecord(fx.bt, rr, key, &rec); err != nil {
+					b.Fatal(err)
+				}
+				n++
+			}
+			reportRate(b, n, "scanned/s")
+		})
+	}
 }
 
 // rowWindow is the width of the RowRange query: one full page.
@@ -146,6 +179,27 @@ func benchQueryRowRange(b *testing.B, fx *readFixture) {
 		}
 		reportRate(b, scanned, "scanned/s")
 	})
+	if inMemory {
+		b.Run("btree", func(b *testing.B) {
+			b.ReportAllocs()
+			prefix := partitionPrefix(nil, deepID, fx.deepPK)
+			page := make([]rawEntity, tabula.MaxEntitiesPerPage)
+			rr := newRecordReader()
+			n, scanned := 0, 0
+			for b.Loop() {
+				lo, hi := bounds(windows[n%len(windows)])
+				lower := appendPart(slices.Clip(prefix), lo)
+				upper := appendPart(slices.Clip(prefix), hi)
+				s, k := btreePages(b, fx, prefix, lower, upper, page, rr, nil)
+				if s != rowWindow || k != rowWindow {
+					b.Fatalf("scanned %d and kept %d, want %d", s, k, rowWindow)
+				}
+				scanned += s
+				n++
+			}
+			reportRate(b, scanned, "scanned/s")
+		})
+	}
 }
 
 // benchQueryPartitionRange: PartitionKeys from one GUID up to (excluding) the GUID two
@@ -194,6 +248,27 @@ func benchQueryPartitionRange(b *testing.B, fx *readFixture) {
 		}
 		reportRate(b, scanned, "scanned/s")
 	})
+	if inMemory {
+		b.Run("btree", func(b *testing.B) {
+			b.ReportAllocs()
+			prefix := tablePrefix(nil, spreadID)
+			page := make([]rawEntity, tabula.MaxEntitiesPerPage)
+			rr := newRecordReader()
+			n, scanned := 0, 0
+			for b.Loop() {
+				s := starts[n%len(starts)]
+				lower := appendPart(slices.Clip(prefix), sorted[s])
+				upper := appendPart(slices.Clip(prefix), sorted[s+span])
+				sc, k := btreePages(b, fx, prefix, lower, upper, page, rr, nil)
+				if sc != want || k != want {
+					b.Fatalf("scanned %d and kept %d, want %d", sc, k, want)
+				}
+				scanned += sc
+				n++
+			}
+			reportRate(b, scanned, "scanned/s")
+		})
+	}
 }
 
 // benchQueryFullScan: a RowKey range with no PartitionKey, seed 003's fifth example query:
@@ -237,4 +312,25 @@ func benchQueryFullScan(b *testing.B, fx *readFixture) {
 		}
 		reportRate(b, scanned, "scanned/s")
 	})
+	if inMemory {
+		b.Run("btree", func(b *testing.B) {
+			b.ReportAllocs()
+			prefix := tablePrefix(nil, spreadID)
+			page := make([]rawEntity, tabula.MaxEntitiesPerPage)
+			rr := newRecordReader()
+			match := func(key []byte, _ *rawRecord) bool {
+				_, rk, err := splitKey(key)
+				return err == nil && rk >= lo && rk < hi
+			}
+			scanned := 0
+			for b.Loop() {
+				s, k := btreePages(b, fx, prefix, prefix, nil, page, rr, match)
+				if s != total || k != matches {
+					b.Fatalf("scanned %d and kept %d, want %d and %d", s, k, total, matches)
+				}
+				scanned += s
+			}
+			reportRate(b, scanned, "scanned/s")
+		})
+	}
 }
