@@ -25,6 +25,7 @@ func BenchmarkPointGet(b *testing.B) {
 	b.Run("engine", func(b *testing.B) {
 		b.ReportAllocs()
 		n := 0
+		markCPU(b)
 		for b.Loop() {
 			k := fx.keys[n%len(fx.keys)]
 			e, err := fx.spread.Get(ctx, k.pk, k.rk)
@@ -45,6 +46,7 @@ func BenchmarkPointGet(b *testing.B) {
 			rec rawRecord
 		)
 		n := 0
+		markCPU(b)
 		for b.Loop() {
 			k := fx.keys[n%len(fx.keys)]
 			key = entityKey(key[:0], spreadID, k.pk, k.rk)
@@ -65,6 +67,7 @@ func BenchmarkPointGet(b *testing.B) {
 				rec rawRecord
 			)
 			n := 0
+			markCPU(b)
 			for b.Loop() {
 				k := fx.keys[n%len(fx.keys)]
 				key = entityKey(key[:0], spreadID, k.pk, k.rk)
@@ -95,6 +98,7 @@ func BenchmarkParallelGet(b *testing.B) {
 	b.Run("engine", func(b *testing.B) {
 		b.ReportAllocs()
 		b.ResetTimer()
+		markCPU(b)
 		b.RunParallel(func(pb *testing.PB) {
 			i := rand.IntN(len(fx.keys))
 			for pb.Next() {
@@ -112,6 +116,7 @@ func BenchmarkParallelGet(b *testing.B) {
 		// Mirrors Table.Get from each goroutine, as in BenchmarkPointGet.
 		b.ReportAllocs()
 		b.ResetTimer()
+		markCPU(b)
 		b.RunParallel(func(pb *testing.PB) {
 			rr := newRecordReader()
 			var (
@@ -135,6 +140,7 @@ func BenchmarkParallelGet(b *testing.B) {
 		b.Run("btree", func(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
+			markCPU(b)
 			b.RunParallel(func(pb *testing.PB) {
 				rr := newRecordReader()
 				var (
@@ -166,6 +172,7 @@ func BenchmarkInsert(b *testing.B) {
 		b.ReportAllocs()
 		t := createTable(b, openEngine(b, b.TempDir()), "Insert")
 		n := 0
+		markCPU(b)
 		for b.Loop() {
 			if _, err := t.Insert(ctx, w.Entity(pk, RowKey(prefix, n), n)); err != nil {
 				b.Fatal(err)
@@ -186,6 +193,7 @@ func BenchmarkInsert(b *testing.B) {
 			value []byte
 		)
 		n := 0
+		markCPU(b)
 		for b.Loop() {
 			key = entityKey(key[:0], spreadID, pk, RowKey(prefix, n))
 			value = rw.appendRecord(value[:0], clock.next(), w.Props(n))
@@ -208,6 +216,7 @@ func BenchmarkInsert(b *testing.B) {
 				value []byte
 			)
 			n := 0
+			markCPU(b)
 			for b.Loop() {
 				key = entityKey(key[:0], spreadID, pk, RowKey(prefix, n))
 				value = rw.appendRecord(value[:0], clock.next(), w.Props(n))
@@ -248,6 +257,7 @@ func BenchmarkUpdateIfMatch(b *testing.B) {
 		}
 		loadEngine(b, t, w, parts)
 		n := 0
+		markCPU(b)
 		for b.Loop() {
 			j := order[n%len(order)]
 			p, r := &parts[j/updateRowsPerPart], j%updateRowsPerPart
@@ -277,6 +287,7 @@ func BenchmarkUpdateIfMatch(b *testing.B) {
 			value []byte
 		)
 		n := 0
+		markCPU(b)
 		for b.Loop() {
 			j := order[n%len(order)]
 			p, r := &parts[j/updateRowsPerPart], j%updateRowsPerPart
@@ -323,6 +334,7 @@ func BenchmarkUpdateIfMatch(b *testing.B) {
 				value []byte
 			)
 			n := 0
+			markCPU(b)
 			for b.Loop() {
 				j := order[n%len(order)]
 				p, r := &parts[j/updateRowsPerPart], j%updateRowsPerPart
@@ -364,8 +376,9 @@ func BenchmarkBatchInsert(b *testing.B) {
 			w := NewWorkload(shape, 6)
 			pk, prefix := w.GUID(), w.RowPrefix(1, 1)
 			b.Run("engine", func(b *testing.B) {
-				transactionLoop(b, createTable(b, openEngine(b, b.TempDir()), "Batch"), w, pk, prefix, size,
-					func(b *testing.B, n int) { reportRate(b, n, "entities/s") })
+				t := createTable(b, openEngine(b, b.TempDir()), "Batch")
+				markCPU(b)
+				transactionLoop(b, t, w, pk, prefix, size, func(b *testing.B, n int) { reportRate(b, n, "entities/s") })
 			})
 			b.Run("badger", func(b *testing.B) {
 				// Mirrors SubmitTransaction of N inserts: one read-write transaction in which
@@ -380,6 +393,7 @@ func BenchmarkBatchInsert(b *testing.B) {
 					vals  = make([][]byte, size)
 				)
 				n := 0
+				markCPU(b)
 				for b.Loop() {
 					arena = arena[:0]
 					for i := range size {
@@ -417,6 +431,7 @@ func BenchmarkBatchInsert(b *testing.B) {
 						vals  = make([][]byte, size)
 					)
 					n := 0
+					markCPU(b)
 					for b.Loop() {
 						arena = arena[:0]
 						for i := range size {
@@ -458,6 +473,7 @@ func BenchmarkPartitionScan(b *testing.B) {
 		b.ReportAllocs()
 		q := tabula.Query{Filter: partitionFilter(fx.deepPK)}
 		n := 0
+		markCPU(b)
 		for b.Loop() {
 			page, err := fx.deep.Query(ctx, q)
 			if err != nil {
@@ -481,6 +497,7 @@ func BenchmarkPartitionScan(b *testing.B) {
 		rr := newRecordReader()
 		resume := prefix
 		n := 0
+		markCPU(b)
 		for b.Loop() {
 			var next []byte
 			_, got, err := rawScan(fx.raw, prefix, resume, nil, page, rr, nil, &next)
@@ -507,6 +524,7 @@ func BenchmarkPartitionScan(b *testing.B) {
 			rr := newRecordReader()
 			resume := prefix
 			n := 0
+			markCPU(b)
 			for b.Loop() {
 				var next []byte
 				_, got, err := btreeScan(fx.bt, prefix, resume, nil, page, rr, nil, &next)
@@ -578,6 +596,7 @@ func BenchmarkFullScanFilter(b *testing.B) {
 	b.Run("engine", func(b *testing.B) {
 		b.ReportAllocs()
 		n := 0
+		markCPU(b)
 		for b.Loop() {
 			q := tabula.Query{Filter: shape.Filter()}
 			matched, scanned := 0, 0
@@ -610,6 +629,7 @@ func BenchmarkFullScanFilter(b *testing.B) {
 		rr := newRecordReader()
 		match := func(_ []byte, r *rawRecord) bool { return r.matches(shape) }
 		n := 0
+		markCPU(b)
 		for b.Loop() {
 			matched := 0
 			for start := prefix; start != nil; {
@@ -635,6 +655,7 @@ func BenchmarkFullScanFilter(b *testing.B) {
 			rr := newRecordReader()
 			match := func(_ []byte, r *rawRecord) bool { return r.matches(shape) }
 			n := 0
+			markCPU(b)
 			for b.Loop() {
 				matched := 0
 				for start := prefix; start != nil; {

@@ -79,6 +79,7 @@ func benchQueryPoint(b *testing.B, fx *readFixture) {
 	b.Run("engine", func(b *testing.B) {
 		b.ReportAllocs()
 		n, scanned := 0, 0
+		markCPU(b)
 		for b.Loop() {
 			s, r := runPages(b, fx.spread, tabula.Query{Filter: filters[n%len(filters)]}, tabula.PlanPoint)
 			if r != 1 {
@@ -98,6 +99,7 @@ func benchQueryPoint(b *testing.B, fx *readFixture) {
 			rec rawRecord
 		)
 		n := 0
+		markCPU(b)
 		for b.Loop() {
 			k := fx.keys[n%len(filters)]
 			key = entityKey(key[:0], spreadID, k.pk, k.rk)
@@ -117,6 +119,7 @@ func benchQueryPoint(b *testing.B, fx *readFixture) {
 				rec rawRecord
 			)
 			n := 0
+			markCPU(b)
 			for b.Loop() {
 				k := fx.keys[n%len(filters)]
 				key = entityKey(key[:0], spreadID, k.pk, k.rk)
@@ -148,6 +151,7 @@ func benchQueryRowRange(b *testing.B, fx *readFixture) {
 			filters[i] = "PartitionKey eq " + quote(fx.deepPK) + " and RowKey ge " + quote(lo) + " and RowKey lt " + quote(hi)
 		}
 		n, scanned := 0, 0
+		markCPU(b)
 		for b.Loop() {
 			s, r := runPages(b, fx.deep, tabula.Query{Filter: filters[n%len(filters)]}, tabula.PlanRowRange)
 			if s != rowWindow || r != rowWindow {
@@ -166,6 +170,7 @@ func benchQueryRowRange(b *testing.B, fx *readFixture) {
 		page := make([]rawEntity, tabula.MaxEntitiesPerPage)
 		rr := newRecordReader()
 		n, scanned := 0, 0
+		markCPU(b)
 		for b.Loop() {
 			lo, hi := bounds(windows[n%len(windows)])
 			lower := appendPart(slices.Clip(prefix), lo)
@@ -186,6 +191,7 @@ func benchQueryRowRange(b *testing.B, fx *readFixture) {
 			page := make([]rawEntity, tabula.MaxEntitiesPerPage)
 			rr := newRecordReader()
 			n, scanned := 0, 0
+			markCPU(b)
 			for b.Loop() {
 				lo, hi := bounds(windows[n%len(windows)])
 				lower := appendPart(slices.Clip(prefix), lo)
@@ -216,6 +222,7 @@ func benchQueryPartitionRange(b *testing.B, fx *readFixture) {
 			filters[i] = "PartitionKey ge " + quote(sorted[s]) + " and PartitionKey lt " + quote(sorted[s+span])
 		}
 		n, scanned := 0, 0
+		markCPU(b)
 		for b.Loop() {
 			s, r := runPages(b, fx.spread, tabula.Query{Filter: filters[n%len(filters)]}, tabula.PlanPartitionRange)
 			if s != want || r != want {
@@ -235,6 +242,7 @@ func benchQueryPartitionRange(b *testing.B, fx *readFixture) {
 		page := make([]rawEntity, tabula.MaxEntitiesPerPage)
 		rr := newRecordReader()
 		n, scanned := 0, 0
+		markCPU(b)
 		for b.Loop() {
 			s := starts[n%len(starts)]
 			lower := appendPart(slices.Clip(prefix), sorted[s])
@@ -255,6 +263,7 @@ func benchQueryPartitionRange(b *testing.B, fx *readFixture) {
 			page := make([]rawEntity, tabula.MaxEntitiesPerPage)
 			rr := newRecordReader()
 			n, scanned := 0, 0
+			markCPU(b)
 			for b.Loop() {
 				s := starts[n%len(starts)]
 				lower := appendPart(slices.Clip(prefix), sorted[s])
@@ -281,6 +290,7 @@ func benchQueryFullScan(b *testing.B, fx *readFixture) {
 		b.ReportAllocs()
 		q := tabula.Query{Filter: "RowKey ge " + quote(lo) + " and RowKey lt " + quote(hi)}
 		scanned := 0
+		markCPU(b)
 		for b.Loop() {
 			s, r := runPages(b, fx.spread, q, tabula.PlanFullScan)
 			if s != total || r != matches {
@@ -303,6 +313,7 @@ func benchQueryFullScan(b *testing.B, fx *readFixture) {
 			return err == nil && rk >= lo && rk < hi
 		}
 		scanned := 0
+		markCPU(b)
 		for b.Loop() {
 			s, k := rawPages(b, fx, prefix, prefix, nil, page, rr, match)
 			if s != total || k != matches {
@@ -323,6 +334,7 @@ func benchQueryFullScan(b *testing.B, fx *readFixture) {
 				return err == nil && rk >= lo && rk < hi
 			}
 			scanned := 0
+			markCPU(b)
 			for b.Loop() {
 				s, k := btreePages(b, fx, prefix, prefix, nil, page, rr, match)
 				if s != total || k != matches {

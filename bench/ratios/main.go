@@ -2,7 +2,8 @@
 // -count 5) and prints, as a Markdown table, every benchmark that has engine and badger
 // sub-benchmarks: the median throughput of each, their ratio (engine ÷ badger), the medians
 // of B/op and allocs/op, and for the benchmarks issue 24 sets a target, whether the ratio
-// meets it. A benchmark with a btree sub-benchmark (the in-memory peer) gets a second row,
+// meets it; with a cpu-ns/entity metric on both sides, also the ratio of CPU time per entity
+// (badger ÷ engine, so that above 1 favours the engine, as the throughput ratio does). A benchmark with a btree sub-benchmark (the in-memory peer) gets a second row,
 // "name (btree)", against it. Throughput is the benchmark's entities/s or scanned/s metric,
 // or 1/ns/op.
 //
@@ -122,8 +123,8 @@ func throughput(m map[string][]float64) (float64, string) {
 
 func table(r runs, order []string) string {
 	var b strings.Builder
-	b.WriteString("| Benchmark | engine | badger | ratio | target | engine B/op | badger B/op | engine allocs/op | badger allocs/op |\n")
-	b.WriteString("|---|--:|--:|--:|:-:|--:|--:|--:|--:|\n")
+	b.WriteString("| Benchmark | engine | badger | ratio | target | CPU ratio | engine B/op | badger B/op | engine allocs/op | badger allocs/op |\n")
+	b.WriteString("|---|--:|--:|--:|:-:|--:|--:|--:|--:|--:|\n")
 	for _, name := range order {
 		base, ok := strings.CutSuffix(name, "/engine")
 		if !ok {
@@ -166,8 +167,14 @@ func row(b *strings.Builder, label string, e, bg map[string][]float64, t float64
 		}
 		target = fmt.Sprintf("≥ %.2g %s", t, verdict)
 	}
-	fmt.Fprintf(b, "| %s | %s %s | %s | %.2f | %s | %s | %s | %s | %s |\n", label,
-		human(et), unit, human(bt), ratio, target,
+	// The CPU ratio is the peer's process CPU time per entity over the engine's: like the
+	// throughput ratio, above 1 when the engine does the work more cheaply.
+	cpu := ""
+	if ec, bc := median(e["cpu-ns/entity"]), median(bg["cpu-ns/entity"]); ec > 0 && bc > 0 {
+		cpu = fmt.Sprintf("%.2f", bc/ec)
+	}
+	fmt.Fprintf(b, "| %s | %s %s | %s | %.2f | %s | %s | %s | %s | %s | %s |\n", label,
+		human(et), unit, human(bt), ratio, target, cpu,
 		bytesHuman(median(e["B/op"])), bytesHuman(median(bg["B/op"])),
 		human(median(e["allocs/op"])), human(median(bg["allocs/op"])))
 }
