@@ -55,7 +55,12 @@ func tableBounds(id uint64) (lower, upper []byte) {
 func entityKey(id uint64, pk, rk string) []byte {
 	// Sized for the prefix, both parts and the separator; only an escaped NUL, which valid
 	// keys never hold, would grow it.
-	k := binary.BigEndian.AppendUint64(append(make([]byte, 0, 11+len(pk)+len(rk)), prefixEntity), id)
+	return appendEntityKey(make([]byte, 0, 11+len(pk)+len(rk)), id, pk, rk)
+}
+
+// appendEntityKey appends the key of an entity to dst.
+func appendEntityKey(dst []byte, id uint64, pk, rk string) []byte {
+	k := binary.BigEndian.AppendUint64(append(dst, prefixEntity), id)
 	return storage.AppendPart(storage.AppendSeparator(storage.AppendPart(k, pk)), rk)
 }
 

@@ -124,6 +124,10 @@ type recordDecoder struct {
 	// while those bytes are, for a filter to read before anything is built (see
 	// scanner.decodeRecord, which copies what it keeps).
 	views bool
+	// props is where decode puts properties, through put (recordDecoder.putProp, bound
+	// once): a closure per decode would be an allocation per read.
+	props Properties
+	put   func(name string, v odata.Value)
 }
 
 // maxInternedNames bounds a decoder's interned names, however varied the entities it reads.
@@ -131,7 +135,13 @@ const maxInternedNames = 1024
 
 var decoderPool = sync.Pool{New: func() any { return newRecordDecoder() }}
 
-func newRecordDecoder() *recordDecoder { return &recordDecoder{} }
+func newRecordDecoder() *recordDecoder {
+	d := &recordDecoder{}
+	d.put = d.putProp
+	return d
+}
+
+func (d *recordDecoder) putProp(name string, v odata.Value) { d.props[name] = propertyOf(v) }
 
 // msgpack type bytes, as the msgpack specification numbers them.
 const (
@@ -303,7 +313,9 @@ func (d *recordDecoder) decode(b []byte, keep func(name string) bool, props Prop
 	if props == nil {
 		return d.each(b, nil, nil)
 	}
-	return d.each(b, keep, func(name string, v odata.Value) { props[name] = propertyOf(v) })
+	d.props = props
+	defer func() { d.props = nil }()
+	return d.each(b, keep, d.put)
 }
 
 // value reads a value of the type code; skipping, it returns the zero Value and allocates

@@ -5,6 +5,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tabuladb/tabula/internal/wire"
@@ -29,80 +30,61 @@ func (t *Table) page(ctx context.Context, p *preparedQuery, from Continuation) (
 	} else if len(p.plan.Ranges) > 0 {
 		startPK = p.plan.Ranges[0].PartitionKeyLow.Value
 	}
-	var page Page
-	err := t.read(ctx, func(ot *openTable) (err error) {
-		page, err = t.db.runPage(ctx, ot, p, start, startPK)
-		return err
-	})
-	if err != nil {
-		return Page{}, err
+	// What Table.read does, without a closure per page.
+	for {
+		ot, err := t.resolve(ctx)
+		if err != nil {
+			return Page{}, err
+		}
+		page, err := t.db.runPage(ctx, ot, p, start, startPK)
+		if ot.dropped.Load() {
+			continue
+		}
+		if err != nil {
+			return Page{}, err
+		}
+		if r := t.db.flavor; r != nil && r.unsortedResults {
+			slices.Reverse(page.Entities)
+		}
+		return page, nil
 	}
-	if r := t.db.flavor; r != nil && r.unsortedResults {
-		slices.Reverse(page.Entities)
-	}
-	return page, nil
 }
 
 // runPage runs one page of a prepared query on a resolved table, from start (nil for the
 // beginning) in the partition startPK.
 func (db *DB) runPage(ctx context.Context, ot *openTable, p *preparedQuery, start []byte, startPK string) (Page, error) {
-	pt, rec := ot.service, ot.rec
+	pt := ot.service
 	// A page is admitted before it runs and charged, after, for what it scanned.
 	if err := admit(pt.Admit(startPK, partition.KindQuery, 0), "query"); err != nil {
 		return Page{}, err
 	}
-	page := Page{Plan: p.plan}
-	defer func() { pt.Charge(startPK, page.Plan.Scanned) }()
-	err := db.view(ctx, func(tx *storage.Txn) error {
-		s := scanner{p: p, tx: tx, page: &page, clock: db.clock, began: db.clock(), service: pt}
-		if p.switches.boundaries.Load() {
-			if b, ok := pt.NextBoundary(startPK); ok {
-				s.boundary, s.boundaryPK = storage.AppendPart(tablePrefix(rec.ID), b), b
-			}
+	s := scannerPool.Get().(*scanner)
+	defer s.release()
+	s.p, s.ctx, s.id, s.start = p, ctx, ot.rec.ID, start
+	s.page = Page{Plan: p.plan}
+	s.clock, s.began, s.service = db.clock, db.clock(), pt
+	defer func() { pt.Charge(startPK, s.page.Plan.Scanned) }()
+	if p.switches.boundaries.Load() {
+		if b, ok := pt.NextBoundary(startPK); ok {
+			s.boundary, s.boundaryPK = storage.AppendPart(tablePrefix(s.id), b), b
 		}
-		s.dec = decoderPool.Get().(*recordDecoder)
-		defer decoderPool.Put(s.dec)
-		s.rec.init()
-		s.decode = s.decodeRecord
-		if p.plan.Kind == PlanPoint && start == nil {
-			// One key: a lookup, not an iterator (whose Seek costs more than the read).
-			r := p.plan.Ranges[0]
-			key := entityKey(rec.ID, r.PartitionKeyLow.Value, r.RowKeyLow.Value)
-			s.rec.reset(key)
-			found, err := tx.Get(key, s.decode)
-			if err != nil || !found {
-				return err
-			}
-			return s.examined()
-		}
-		for _, r := range p.plan.Ranges {
-			lower, upper := rangeBounds(rec.ID, r)
-			if start != nil {
-				resume := append(tablePrefix(rec.ID), start...)
-				if upper != nil && bytes.Compare(resume, upper) >= 0 {
-					continue
-				}
-				if bytes.Compare(resume, lower) > 0 {
-					lower = resume
-				}
-			}
-			if done, err := s.scan(ctx, lower, upper); done || err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
+	}
+	if err := db.view(ctx, s.view); err != nil {
 		return Page{}, err
 	}
-	return page, nil
+	return s.page, nil
 }
 
-// scanner fills one page.
+// scanner fills one page. Scanners are pooled, with their decoder, their record and the
+// closures they hand the store bound once, so that a page allocates little beyond what it
+// returns.
 type scanner struct {
 	p       *preparedQuery
+	ctx     context.Context
+	id      uint64 // the table's
+	start   []byte // where the page resumes, without the table prefix; nil at the beginning
 	tx      *storage.Txn
-	page    *Page
+	page    Page
 	clock   func() time.Time
 	began   time.Time
 	service *partition.Table
@@ -114,9 +96,64 @@ type scanner struct {
 	boundaryPK string
 	dec        *recordDecoder
 	rec        scanRecord
+	key        []byte                   // a Point plan's key
 	decode     func(value []byte) error // decodeRecord, bound once rather than per entity
+	view       func(*storage.Txn) error // run, bound once
 	full       bool                     // the page holds Top entities; the next key seen becomes the token
 	matched    bool                     // the filter accepts the record decoded last
+}
+
+var scannerPool = sync.Pool{New: func() any {
+	s := &scanner{dec: newRecordDecoder()}
+	s.rec.init()
+	s.decode, s.view = s.decodeRecord, s.run
+	return s
+}}
+
+// release returns the scanner to its pool, keeping nothing of the page.
+func (s *scanner) release() {
+	clear(s.rec.values)
+	s.rec.reset(nil)
+	// pk and pkEnc go together (see decodeKeys), and a Point plan sets pk alone.
+	s.rec.pk, s.rec.rk, s.rec.pkEnc = "", "", nil
+	*s = scanner{dec: s.dec, rec: s.rec, key: s.key[:0], decode: s.decode, view: s.view}
+	scannerPool.Put(s)
+}
+
+// run fills the page from the store; it is the page's View closure.
+func (s *scanner) run(tx *storage.Txn) error {
+	s.tx = tx
+	p := s.p
+	if p.plan.Kind == PlanPoint && s.start == nil {
+		// One key: a lookup, not an iterator (whose Seek costs more than the read). Its
+		// keys are the plan's, so they need no decoding from the stored key.
+		r := p.plan.Ranges[0]
+		pk, rk := r.PartitionKeyLow.Value, r.RowKeyLow.Value
+		s.key = appendEntityKey(s.key[:0], s.id, pk, rk)
+		s.rec.reset(s.key)
+		s.rec.pk, s.rec.rk, s.rec.keys = pk, rk, true
+		found, err := tx.Get(s.key, s.decode)
+		if err != nil || !found {
+			return err
+		}
+		return s.examined()
+	}
+	for _, r := range p.plan.Ranges {
+		lower, upper := rangeBounds(s.id, r)
+		if s.start != nil {
+			resume := append(tablePrefix(s.id), s.start...)
+			if upper != nil && bytes.Compare(resume, upper) >= 0 {
+				continue
+			}
+			if bytes.Compare(resume, lower) > 0 {
+				lower = resume
+			}
+		}
+		if done, err := s.scan(s.ctx, lower, upper); done || err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // decodeRecord decodes a value into the record under examination and decides the filter.

@@ -2,6 +2,7 @@ package tabula
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 
 	"github.com/tabuladb/tabula/partition"
@@ -78,31 +79,70 @@ func (t *Table) Get(ctx context.Context, partitionKey, rowKey string, selected .
 			return Entity{}, err
 		}
 	}
-	var e Entity
-	err := t.read(ctx, func(ot *openTable) error {
-		if err := admit(ot.service.Admit(partitionKey, partition.KindGet, 1), "get"); err != nil {
-			return err
+	op := getOpPool.Get().(*getOp)
+	defer op.release()
+	op.pk, op.rk, op.keep = partitionKey, rowKey, keep
+	// What Table.read does, without a closure per read.
+	for {
+		ot, err := t.resolve(ctx)
+		if err != nil {
+			return Entity{}, err
 		}
-		e = Entity{PartitionKey: partitionKey, RowKey: rowKey, Properties: Properties{}}
-		key := entityKey(ot.rec.ID, partitionKey, rowKey)
-		return t.db.view(ctx, func(tx *storage.Txn) error {
-			found, err := tx.Get(key, func(v []byte) error {
-				d := decoderPool.Get().(*recordDecoder)
-				defer decoderPool.Put(d)
-				ticks, err := d.decode(v, keep, e.Properties)
-				e.Timestamp, e.ETag = timeOfTicks(ticks), etagOf(ticks)
-				return err
-			})
-			if err == nil && !found {
-				err = errEntityNotFound(partitionKey, rowKey)
-			}
-			return err
-		})
-	})
-	if err != nil {
-		return Entity{}, err
+		err = admit(ot.service.Admit(partitionKey, partition.KindGet, 1), "get")
+		if err == nil {
+			op.key = appendEntityKey(op.key[:0], ot.rec.ID, partitionKey, rowKey)
+			op.e = Entity{PartitionKey: partitionKey, RowKey: rowKey, Properties: Properties{}}
+			err = t.db.view(ctx, op.view)
+		}
+		if ot.dropped.Load() {
+			continue
+		}
+		if err != nil {
+			return Entity{}, err
+		}
+		return op.e, nil
 	}
-	return e, nil
+}
+
+// getOp is the state of one Table.Get, pooled with its methods bound once, so that a point
+// read allocates only what it returns.
+type getOp struct {
+	pk, rk string
+	keep   func(string) bool
+	key    []byte
+	e      Entity
+	view   func(*storage.Txn) error // getOp.read
+	value  func([]byte) error       // getOp.decode
+}
+
+var getOpPool = sync.Pool{New: func() any {
+	op := &getOp{}
+	op.view, op.value = op.read, op.decode
+	return op
+}}
+
+func (op *getOp) read(tx *storage.Txn) error {
+	found, err := tx.Get(op.key, op.value)
+	if err == nil && !found {
+		err = errEntityNotFound(op.pk, op.rk)
+	}
+	return err
+}
+
+func (op *getOp) decode(v []byte) error {
+	d := decoderPool.Get().(*recordDecoder)
+	defer decoderPool.Put(d)
+	ticks, err := d.decode(v, op.keep, op.e.Properties)
+	op.e.Timestamp, op.e.ETag = timeOfTicks(ticks), etagOf(ticks)
+	return err
+}
+
+func (op *getOp) release() {
+	op.pk, op.rk, op.keep, op.e = "", "", nil, Entity{}
+	if cap(op.key) > 1024 {
+		op.key = nil // not worth keeping for every later read
+	}
+	getOpPool.Put(op)
 }
 
 // Update changes an existing entity if its current version matches ifMatch (an ETag from an
@@ -153,16 +193,46 @@ func (t *Table) applyOne(ctx context.Context, a Action) (int64, error) {
 	if err := admit(ot.service.Admit(a.Entity.PartitionKey, a.kind(), 1), a.Kind.String()); err != nil {
 		return 0, err
 	}
-	var out applied
-	err = t.db.update(ctx, func(tx *storage.Txn) (err error) {
-		out, err = t.db.apply(tx, ot.rec.ID, &a, names)
-		return err
-	})
+	if err := ctx.Err(); err != nil { // as DB.update
+		return 0, err
+	}
+	op := writeOpPool.Get().(*writeOp)
+	op.db, op.ctx, op.id, op.a, op.names = t.db, ctx, ot.rec.ID, a, names
+	err = storageError(t.db.store.Update(op.run))
+	out := op.out
+	*op = writeOp{run: op.run}
+	writeOpPool.Put(op)
 	if err != nil {
 		return 0, err
 	}
 	ot.service.RecordWrite(a.Entity.PartitionKey, out.entities, out.bytes)
 	return out.ticks, nil
+}
+
+// writeOp is one action of applyOne on its way through the store, pooled with its closure
+// bound once: a single write allocates no closure, and its Action is not moved to the heap.
+type writeOp struct {
+	db    *DB
+	ctx   context.Context
+	id    uint64
+	a     Action
+	names []string
+	out   applied
+	run   func(*storage.Txn) error // writeOp.apply
+}
+
+var writeOpPool = sync.Pool{New: func() any {
+	op := &writeOp{}
+	op.run = op.apply
+	return op
+}}
+
+// apply is DB.update's closure for the action: it may run more than once.
+func (op *writeOp) apply(tx *storage.Txn) (err error) {
+	if op.out, err = op.db.apply(tx, op.id, &op.a, op.names); err != nil {
+		return err
+	}
+	return op.ctx.Err()
 }
 
 // applied is what an action did: the Timestamp it wrote (0 for a Delete) and the change in

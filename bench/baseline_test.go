@@ -7,9 +7,13 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/google/btree"
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/tabuladb/tabula"
@@ -385,4 +389,164 @@ func rawInsert(txn *badger.Txn, key, value []byte) error {
 		return err
 	}
 	return txn.Set(key, value)
+}
+
+// The in-memory baseline: raw google/btree doing the work of each engine operation on the
+// engine's keys and records, as the peer of the engine's in-memory store (storage/memory.go)
+// when TABULA_BENCH_STORE=mem. Raw Badger in memory is a store with other fixed costs (its
+// memtable arena, its oracle and watermarks), so the engine in memory beat it easily; this
+// is the floor a tree of the same library and degree sets.
+//
+// What it does, and what it leaves out:
+//   - the same tree: github.com/google/btree's BTreeG of entries holding key and value in one
+//     allocation the store owns, of degree btreeDegree (storage's memDegree), ordered by
+//     bytes.Compare;
+//   - consistent reads as a real store needs them: the committed tree is published through
+//     an atomic pointer and never changed again, so a reader loads it and reads a snapshot
+//     without a lock, as the engine's readers do;
+//   - writes copy on write: a writer takes the writers' mutex, makes the new version with
+//     the tree's lazy Clone, does its reads (an insert's existence check, an update's
+//     ETag check) and writes on it, and publishes it; one commit per operation, as the
+//     engine's store commits one per transaction;
+//   - it holds the mutex for the whole read-modify-write, so writers need no conflict
+//     detection. The engine's store runs writers optimistically instead (its transactions
+//     may commit other transactions from inside, see memory.go) and so also records what
+//     each read-write transaction reads and which keys each commit wrote; that bookkeeping
+//     is the engine's own cost of being a general transactional store, not counted here.
+//   - records are decoded by the same msgpack reader as the Badger baseline, copying every
+//     value out of the store's bytes, and scans decode every key and record they return.
+
+// btreeDegree is the degree of the in-memory store's tree (storage/memory.go's memDegree).
+const btreeDegree = 16
+
+type btreeEntry struct{ key, value []byte }
+
+type btreeTree = btree.BTreeG[*btreeEntry]
+
+func btreeLess(a, b *btreeEntry) bool { return bytes.Compare(a.key, b.key) < 0 }
+
+// btreeStore is the baseline's store: the committed tree, and the writers' mutex.
+type btreeStore struct {
+	mu  sync.Mutex
+	cur atomic.Pointer[btreeTree]
+}
+
+func newBtreeStore() *btreeStore {
+	s := &btreeStore{}
+	s.cur.Store(btree.NewG(btreeDegree, btreeLess))
+	return s
+}
+
+// view returns the committed tree, which nothing changes again.
+func (s *btreeStore) view() *btreeTree { return s.cur.Load() }
+
+// update runs fn on a copy-on-write clone of the committed tree and publishes the clone
+// unless fn fails.
+func (s *btreeStore) update(fn func(t *btreeTree) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.cur.Load().Clone()
+	if err := fn(t); err != nil {
+		return err
+	}
+	s.cur.Store(t)
+	return nil
+}
+
+// btreeSet writes key and value into t, copied into one allocation the store owns.
+func btreeSet(t *btreeTree, key, value []byte) {
+	buf := make([]byte, len(key)+len(value))
+	n := copy(buf, key)
+	copy(buf[n:], value)
+	t.ReplaceOrInsert(&btreeEntry{key: buf[:n:n], value: buf[n:]})
+}
+
+// btreeGet returns the value under key in t.
+func btreeGet(t *btreeTree, key []byte) ([]byte, bool) {
+	e, ok := t.Get(&btreeEntry{key: key})
+	if !ok {
+		return nil, false
+	}
+	return e.value, true
+}
+
+// btreeInsert is rawInsert on the tree: the key must be absent, then the record is written.
+func btreeInsert(t *btreeTree, key, value []byte) error {
+	if _, ok := btreeGet(t, key); ok {
+		return errExists
+	}
+	btreeSet(t, key, value)
+	return nil
+}
+
+// btreeGetRecord reads and decodes one record from the committed tree.
+func btreeGetRecord(s *btreeStore, rr *recordReader, key []byte, rec *rawRecord) error {
+	v, ok := btreeGet(s.view(), key)
+	if !ok {
+		return errNotFound
+	}
+	return rr.decode(v, rec)
+}
+
+var errNotFound = errors.New("bench: entity not found")
+
+// btreeScan is rawScan on the committed tree: the keys in [start, upper) with the prefix
+// (a nil upper means the prefix's end), every record decoded, those that match kept in page
+// until it is full; *next is set to the key after the last one examined.
+func btreeScan(s *btreeStore, prefix, start, upper []byte, page []rawEntity, rr *recordReader,
+	match func(key []byte, rec *rawRecord) bool, next *[]byte) (scanned, kept int, err error) {
+	*next = nil
+	var rec rawRecord
+	s.view().AscendGreaterOrEqual(&btreeEntry{key: start}, func(e *btreeEntry) bool {
+		if !bytes.HasPrefix(e.key, prefix) || upper != nil && bytes.Compare(e.key, upper) >= 0 {
+			return false
+		}
+		if kept == len(page) {
+			*next = bytes.Clone(e.key)
+			return false
+		}
+		scanned++
+		dst := &page[kept]
+		rec.props = dst.rec.props
+		if err = rr.decode(e.value, &rec); err != nil {
+			return false
+		}
+		dst.rec.props = rec.props // keep the grown slice for reuse
+		if match != nil && !match(e.key, &rec) {
+			return true
+		}
+		var pk, rk string
+		if pk, rk, err = splitKey(e.key); err != nil {
+			return false
+		}
+		dst.pk, dst.rk, dst.rec = pk, rk, rec
+		kept++
+		return true
+	})
+	return scanned, kept, err
+}
+
+// loadBtree writes the same partitions as loadBadger into the tree, in one commit,
+// recording ticks where asked.
+func loadBtree(tb testing.TB, s *btreeStore, w *Workload, parts []partitionLoad) {
+	tb.Helper()
+	rw := newRecordWriter()
+	var clock rawClock
+	err := s.update(func(t *btreeTree) error {
+		for i := range parts {
+			p := &parts[i]
+			for r := p.from; r < p.to; r++ {
+				ticks := clock.next()
+				if p.ticks != nil {
+					p.ticks[r-p.from] = ticks
+				}
+				key := entityKey(nil, p.tableID, p.pk, RowKey(p.prefix, r))
+				btreeSet(t, key, rw.appendRecord(nil, ticks, w.Props(p.base+r)))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
 }

@@ -62,6 +62,7 @@ func runConcurrent(b *testing.B, g int, write func(worker, i int) error) {
 		wg   sync.WaitGroup
 	)
 	b.ResetTimer()
+	markCPU(b)
 	for worker := range g {
 		wg.Go(func() {
 			for {

@@ -25,6 +25,7 @@ func BenchmarkPointGet(b *testing.B) {
 	b.Run("engine", func(b *testing.B) {
 		b.ReportAllocs()
 		n := 0
+		markCPU(b)
 		for b.Loop() {
 			k := fx.keys[n%len(fx.keys)]
 			e, err := fx.spread.Get(ctx, k.pk, k.rk)
@@ -45,6 +46,7 @@ func BenchmarkPointGet(b *testing.B) {
 			rec rawRecord
 		)
 		n := 0
+		markCPU(b)
 		for b.Loop() {
 			k := fx.keys[n%len(fx.keys)]
 			key = entityKey(key[:0], spreadID, k.pk, k.rk)
@@ -55,6 +57,28 @@ func BenchmarkPointGet(b *testing.B) {
 		}
 		reportRate(b, n, "entities/s")
 	})
+	if inMemory {
+		b.Run("btree", func(b *testing.B) {
+			// Mirrors Table.Get: the committed tree, one Get, the whole record decoded.
+			b.ReportAllocs()
+			rr := newRecordReader()
+			var (
+				key []byte
+				rec rawRecord
+			)
+			n := 0
+			markCPU(b)
+			for b.Loop() {
+				k := fx.keys[n%len(fx.keys)]
+				key = entityKey(key[:0], spreadID, k.pk, k.rk)
+				if err := btreeGetRecord(fx.bt, rr, key, &rec); err != nil {
+					b.Fatal(err)
+				}
+				n++
+			}
+			reportRate(b, n, "entities/s")
+		})
+	}
 }
 
 // rawGet reads and decodes one record in its own read-only transaction.
@@ -74,6 +98,7 @@ func BenchmarkParallelGet(b *testing.B) {
 	b.Run("engine", func(b *testing.B) {
 		b.ReportAllocs()
 		b.ResetTimer()
+		markCPU(b)
 		b.RunParallel(func(pb *testing.PB) {
 			i := rand.IntN(len(fx.keys))
 			for pb.Next() {
@@ -91,6 +116,7 @@ func BenchmarkParallelGet(b *testing.B) {
 		// Mirrors Table.Get from each goroutine, as in BenchmarkPointGet.
 		b.ReportAllocs()
 		b.ResetTimer()
+		markCPU(b)
 		b.RunParallel(func(pb *testing.PB) {
 			rr := newRecordReader()
 			var (
@@ -110,6 +136,31 @@ func BenchmarkParallelGet(b *testing.B) {
 		})
 		reportRate(b, b.N, "entities/s")
 	})
+	if inMemory {
+		b.Run("btree", func(b *testing.B) {
+			b.ReportAllocs()
+			b.ResetTimer()
+			markCPU(b)
+			b.RunParallel(func(pb *testing.PB) {
+				rr := newRecordReader()
+				var (
+					key []byte
+					rec rawRecord
+				)
+				i := rand.IntN(len(fx.keys))
+				for pb.Next() {
+					k := fx.keys[i%len(fx.keys)]
+					key = entityKey(key[:0], spreadID, k.pk, k.rk)
+					if err := btreeGetRecord(fx.bt, rr, key, &rec); err != nil {
+						b.Error(err)
+						return
+					}
+					i++
+				}
+			})
+			reportRate(b, b.N, "entities/s")
+		})
+	}
 }
 
 // BenchmarkInsert inserts single entities, each in its own transaction, appending to one
@@ -121,6 +172,7 @@ func BenchmarkInsert(b *testing.B) {
 		b.ReportAllocs()
 		t := createTable(b, openEngine(b, b.TempDir()), "Insert")
 		n := 0
+		markCPU(b)
 		for b.Loop() {
 			if _, err := t.Insert(ctx, w.Entity(pk, RowKey(prefix, n), n)); err != nil {
 				b.Fatal(err)
@@ -141,6 +193,7 @@ func BenchmarkInsert(b *testing.B) {
 			value []byte
 		)
 		n := 0
+		markCPU(b)
 		for b.Loop() {
 			key = entityKey(key[:0], spreadID, pk, RowKey(prefix, n))
 			value = rw.appendRecord(value[:0], clock.next(), w.Props(n))
@@ -151,6 +204,30 @@ func BenchmarkInsert(b *testing.B) {
 		}
 		reportRate(b, n, "entities/s")
 	})
+	if inMemory {
+		b.Run("btree", func(b *testing.B) {
+			// The same on the tree: a commit that checks the key is absent and writes.
+			b.ReportAllocs()
+			s := newBtreeStore()
+			rw := newRecordWriter()
+			var (
+				clock rawClock
+				key   []byte
+				value []byte
+			)
+			n := 0
+			markCPU(b)
+			for b.Loop() {
+				key = entityKey(key[:0], spreadID, pk, RowKey(prefix, n))
+				value = rw.appendRecord(value[:0], clock.next(), w.Props(n))
+				if err := s.update(func(t *btreeTree) error { return btreeInsert(t, key, value) }); err != nil {
+					b.Fatal(err)
+				}
+				n++
+			}
+			reportRate(b, n, "entities/s")
+		})
+	}
 }
 
 // updateRows is how many entities BenchmarkUpdateIfMatch updates in turn: 100 partitions
@@ -180,6 +257,7 @@ func BenchmarkUpdateIfMatch(b *testing.B) {
 		}
 		loadEngine(b, t, w, parts)
 		n := 0
+		markCPU(b)
 		for b.Loop() {
 			j := order[n%len(order)]
 			p, r := &parts[j/updateRowsPerPart], j%updateRowsPerPart
@@ -209,6 +287,7 @@ func BenchmarkUpdateIfMatch(b *testing.B) {
 			value []byte
 		)
 		n := 0
+		markCPU(b)
 		for b.Loop() {
 			j := order[n%len(order)]
 			p, r := &parts[j/updateRowsPerPart], j%updateRowsPerPart
@@ -238,6 +317,55 @@ func BenchmarkUpdateIfMatch(b *testing.B) {
 		}
 		reportRate(b, n, "entities/s")
 	})
+	if inMemory {
+		b.Run("btree", func(b *testing.B) {
+			// The same on the tree: in one commit, read the record, decode its Timestamp,
+			// compare it, and write the new record.
+			b.ReportAllocs()
+			s := newBtreeStore()
+			for i := range parts {
+				parts[i].ticks = make([]int64, updateRowsPerPart)
+			}
+			loadBtree(b, s, w, parts)
+			rw, rr := newRecordWriter(), newRecordReader()
+			var (
+				clock rawClock
+				key   []byte
+				value []byte
+			)
+			n := 0
+			markCPU(b)
+			for b.Loop() {
+				j := order[n%len(order)]
+				p, r := &parts[j/updateRowsPerPart], j%updateRowsPerPart
+				key = entityKey(key[:0], spreadID, p.pk, RowKey(p.prefix, r))
+				var ticks int64
+				err := s.update(func(t *btreeTree) error {
+					v, ok := btreeGet(t, key)
+					if !ok {
+						return errNotFound
+					}
+					old, err := rr.ticks(v)
+					if err != nil {
+						return err
+					}
+					if old != p.ticks[r] {
+						return errETag
+					}
+					ticks = clock.next()
+					value = rw.appendRecord(value[:0], ticks, w.Props(j+n))
+					btreeSet(t, key, value)
+					return nil
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+				p.ticks[r] = ticks
+				n++
+			}
+			reportRate(b, n, "entities/s")
+		})
+	}
 }
 
 // BenchmarkBatchInsert inserts entity group transactions of N new entities into one
@@ -248,8 +376,9 @@ func BenchmarkBatchInsert(b *testing.B) {
 			w := NewWorkload(shape, 6)
 			pk, prefix := w.GUID(), w.RowPrefix(1, 1)
 			b.Run("engine", func(b *testing.B) {
-				transactionLoop(b, createTable(b, openEngine(b, b.TempDir()), "Batch"), w, pk, prefix, size,
-					func(b *testing.B, n int) { reportRate(b, n, "entities/s") })
+				t := createTable(b, openEngine(b, b.TempDir()), "Batch")
+				markCPU(b)
+				transactionLoop(b, t, w, pk, prefix, size, func(b *testing.B, n int) { reportRate(b, n, "entities/s") })
 			})
 			b.Run("badger", func(b *testing.B) {
 				// Mirrors SubmitTransaction of N inserts: one read-write transaction in which
@@ -264,6 +393,7 @@ func BenchmarkBatchInsert(b *testing.B) {
 					vals  = make([][]byte, size)
 				)
 				n := 0
+				markCPU(b)
 				for b.Loop() {
 					arena = arena[:0]
 					for i := range size {
@@ -288,6 +418,45 @@ func BenchmarkBatchInsert(b *testing.B) {
 				}
 				reportRate(b, n, "entities/s")
 			})
+			if inMemory {
+				b.Run("btree", func(b *testing.B) {
+					// The same on the tree: one commit checking and writing N keys.
+					b.ReportAllocs()
+					s := newBtreeStore()
+					rw := newRecordWriter()
+					var (
+						clock rawClock
+						arena []byte
+						keys  = make([][]byte, size)
+						vals  = make([][]byte, size)
+					)
+					n := 0
+					markCPU(b)
+					for b.Loop() {
+						arena = arena[:0]
+						for i := range size {
+							start := len(arena)
+							arena = entityKey(arena, spreadID, pk, RowKey(prefix, n+i))
+							mid := len(arena)
+							arena = rw.appendRecord(arena, clock.next(), w.Props(n+i))
+							keys[i], vals[i] = arena[start:mid:mid], arena[mid:len(arena):len(arena)]
+						}
+						err := s.update(func(t *btreeTree) error {
+							for i := range size {
+								if err := btreeInsert(t, keys[i], vals[i]); err != nil {
+									return err
+								}
+							}
+							return nil
+						})
+						if err != nil {
+							b.Fatal(err)
+						}
+						n += size
+					}
+					reportRate(b, n, "entities/s")
+				})
+			}
 		})
 	}
 }
@@ -304,6 +473,7 @@ func BenchmarkPartitionScan(b *testing.B) {
 		b.ReportAllocs()
 		q := tabula.Query{Filter: partitionFilter(fx.deepPK)}
 		n := 0
+		markCPU(b)
 		for b.Loop() {
 			page, err := fx.deep.Query(ctx, q)
 			if err != nil {
@@ -327,6 +497,7 @@ func BenchmarkPartitionScan(b *testing.B) {
 		rr := newRecordReader()
 		resume := prefix
 		n := 0
+		markCPU(b)
 		for b.Loop() {
 			var next []byte
 			_, got, err := rawScan(fx.raw, prefix, resume, nil, page, rr, nil, &next)
@@ -344,6 +515,34 @@ func BenchmarkPartitionScan(b *testing.B) {
 		}
 		reportRate(b, n, "entities/s")
 	})
+	if inMemory {
+		b.Run("btree", func(b *testing.B) {
+			// The same page on the committed tree.
+			b.ReportAllocs()
+			prefix := partitionPrefix(nil, deepID, fx.deepPK)
+			page := make([]rawEntity, tabula.MaxEntitiesPerPage)
+			rr := newRecordReader()
+			resume := prefix
+			n := 0
+			markCPU(b)
+			for b.Loop() {
+				var next []byte
+				_, got, err := btreeScan(fx.bt, prefix, resume, nil, page, rr, nil, &next)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if got != len(page) {
+					b.Fatalf("page of %d entities", got)
+				}
+				n += got
+				resume = next
+				if resume == nil {
+					resume = prefix
+				}
+			}
+			reportRate(b, n, "entities/s")
+		})
+	}
 }
 
 // rawScan reads the keys in [start, upper) that have the given prefix (a nil upper means
@@ -397,6 +596,7 @@ func BenchmarkFullScanFilter(b *testing.B) {
 	b.Run("engine", func(b *testing.B) {
 		b.ReportAllocs()
 		n := 0
+		markCPU(b)
 		for b.Loop() {
 			q := tabula.Query{Filter: shape.Filter()}
 			matched, scanned := 0, 0
@@ -429,6 +629,7 @@ func BenchmarkFullScanFilter(b *testing.B) {
 		rr := newRecordReader()
 		match := func(_ []byte, r *rawRecord) bool { return r.matches(shape) }
 		n := 0
+		markCPU(b)
 		for b.Loop() {
 			matched := 0
 			for start := prefix; start != nil; {
@@ -445,4 +646,31 @@ func BenchmarkFullScanFilter(b *testing.B) {
 		}
 		reportRate(b, n, "entities/s")
 	})
+	if inMemory {
+		b.Run("btree", func(b *testing.B) {
+			// The same scan on the committed tree, a snapshot per page.
+			b.ReportAllocs()
+			prefix := tablePrefix(nil, spreadID)
+			page := make([]rawEntity, tabula.MaxEntitiesPerPage)
+			rr := newRecordReader()
+			match := func(_ []byte, r *rawRecord) bool { return r.matches(shape) }
+			n := 0
+			markCPU(b)
+			for b.Loop() {
+				matched := 0
+				for start := prefix; start != nil; {
+					_, got, err := btreeScan(fx.bt, prefix, start, nil, page, rr, match, &start)
+					if err != nil {
+						b.Fatal(err)
+					}
+					matched += got
+				}
+				if matched != want {
+					b.Fatalf("matched %d, want %d", matched, want)
+				}
+				n += spreadPartitions * spreadRows
+			}
+			reportRate(b, n, "entities/s")
+		})
+	}
 }

@@ -20,14 +20,13 @@ func threadCPU() (time.Duration, bool) {
 	return time.Duration(ts.Nano()), true
 }
 
-// processCPU is the CPU time the whole process has used, on every thread
-// (CLOCK_PROCESS_CPUTIME_ID), ok false if the clock cannot be read.
+// processCPU is the CPU time the whole process has used, user and system, ok false if it
+// cannot be read: with the work of every goroutine an operation sets off (Badger's writer
+// and compactions, the garbage collector), and none of what other processes take.
 func processCPU() (time.Duration, bool) {
-	const clockProcessCPUTime = 2
-	var ts syscall.Timespec
-	_, _, errno := syscall.Syscall(syscall.SYS_CLOCK_GETTIME, clockProcessCPUTime, uintptr(unsafe.Pointer(&ts)), 0)
-	if errno != 0 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0, false
 	}
-	return time.Duration(ts.Nano()), true
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), true
 }

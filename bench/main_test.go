@@ -20,6 +20,9 @@ import (
 //
 //	TABULA_BENCH_STORE=disk (default) | mem
 //	TABULA_BENCH_SHAPE=payload (default) | mixed
+//
+// In memory, the core benchmarks and BenchmarkQuery also run a btree sub-benchmark, the
+// engine's in-memory peer (see btreeStore), beside badger (raw Badger in memory).
 var (
 	inMemory bool
 	shape    Shape
@@ -73,10 +76,36 @@ func createTable(tb testing.TB, db *tabula.DB, name string) *tabula.Table {
 	return t
 }
 
-// reportRate reports n entities over the measured time as entities/s (or another unit).
+// reportRate reports n entities over the measured time as entities/s (or another unit),
+// and, for a benchmark that called markCPU when its loop began, the CPU time the process
+// used per entity since (cpu-ns/entity).
 func reportRate(b *testing.B, n int, unit string) {
 	if s := b.Elapsed().Seconds(); s > 0 {
 		b.ReportMetric(float64(n)/s, unit)
+	}
+	if b == cpuBench && n > 0 {
+		if now, ok := processCPU(); ok {
+			b.ReportMetric(float64((now-cpuStart).Nanoseconds())/float64(n), "cpu-ns/entity")
+		}
+		cpuBench = nil
+	}
+}
+
+// cpuBench and cpuStart are the benchmark whose loop is measured in CPU time and the
+// process's CPU time when it began (markCPU). Benchmarks run one at a time.
+var (
+	cpuBench *testing.B
+	cpuStart time.Duration
+)
+
+// markCPU starts measuring b's CPU time; call it just before the timed loop. The process's
+// CPU time counts the work of every goroutine an operation sets off (Badger's writer and
+// compactions, the garbage collector) and none of what other processes on the machine
+// take, so engine ÷ badger in CPU per entity stays firm on a loaded machine, where wall
+// time does not. Work that runs on after the loop (a compaction) is not counted.
+func markCPU(b *testing.B) {
+	if now, ok := processCPU(); ok {
+		cpuBench, cpuStart = b, now
 	}
 }
 
@@ -181,6 +210,7 @@ type readFixture struct {
 	engine       *tabula.DB
 	spread, deep *tabula.Table
 	raw          *badger.DB
+	bt           *btreeStore // in memory only: the google/btree baseline's copy
 	dirs         []string
 
 	w          *Workload
@@ -288,6 +318,11 @@ func (fx *readFixture) load() error {
 		loadEngine(ftb, fx.deep, fx.w, deep)
 		loadBadger(ftb, fx.raw, fx.w, spread)
 		loadBadger(ftb, fx.raw, fx.w, deep)
+		if inMemory {
+			fx.bt = newBtreeStore()
+			loadBtree(ftb, fx.bt, fx.w, spread)
+			loadBtree(ftb, fx.bt, fx.w, deep)
+		}
 	}()
 	<-done
 	if ftb.err != nil {

@@ -56,6 +56,19 @@ func rawPages(b *testing.B, fx *readFixture, prefix, lower, upper []byte, page [
 	return scanned, kept
 }
 
+// btreePages is rawPages on the in-memory baseline's tree.
+func btreePages(b *testing.B, fx *readFixture, prefix, lower, upper []byte, page []rawEntity, rr *recordReader,
+	match func([]byte, *rawRecord) bool) (scanned, kept int) {
+	for start := lower; start != nil; {
+		s, k, err := btreeScan(fx.bt, prefix, start, upper, page, rr, match, &start)
+		if err != nil {
+			b.Fatal(err)
+		}
+		scanned, kept = scanned+s, kept+k
+	}
+	return scanned, kept
+}
+
 // benchQueryPoint: PartitionKey and RowKey equal to literals, a Point plan.
 func benchQueryPoint(b *testing.B, fx *readFixture) {
 	filters := make([]string, 4096)
@@ -66,6 +79,7 @@ func benchQueryPoint(b *testing.B, fx *readFixture) {
 	b.Run("engine", func(b *testing.B) {
 		b.ReportAllocs()
 		n, scanned := 0, 0
+		markCPU(b)
 		for b.Loop() {
 			s, r := runPages(b, fx.spread, tabula.Query{Filter: filters[n%len(filters)]}, tabula.PlanPoint)
 			if r != 1 {
@@ -85,6 +99,7 @@ func benchQueryPoint(b *testing.B, fx *readFixture) {
 			rec rawRecord
 		)
 		n := 0
+		markCPU(b)
 		for b.Loop() {
 			k := fx.keys[n%len(filters)]
 			key = entityKey(key[:0], spreadID, k.pk, k.rk)
@@ -95,6 +110,27 @@ func benchQueryPoint(b *testing.B, fx *readFixture) {
 		}
 		reportRate(b, n, "scanned/s")
 	})
+	if inMemory {
+		b.Run("btree", func(b *testing.B) {
+			b.ReportAllocs()
+			rr := newRecordReader()
+			var (
+				key []byte
+				rec rawRecord
+			)
+			n := 0
+			markCPU(b)
+			for b.Loop() {
+				k := fx.keys[n%len(filters)]
+				key = entityKey(key[:0], spreadID, k.pk, k.rk)
+				if err := btreeGetRecord(fx.bt, rr, key, &rec); err != nil {
+					b.Fatal(err)
+				}
+				n++
+			}
+			reportRate(b, n, "scanned/s")
+		})
+	}
 }
 
 // rowWindow is the width of the RowRange query: one full page.
@@ -115,6 +151,7 @@ func benchQueryRowRange(b *testing.B, fx *readFixture) {
 			filters[i] = "PartitionKey eq " + quote(fx.deepPK) + " and RowKey ge " + quote(lo) + " and RowKey lt " + quote(hi)
 		}
 		n, scanned := 0, 0
+		markCPU(b)
 		for b.Loop() {
 			s, r := runPages(b, fx.deep, tabula.Query{Filter: filters[n%len(filters)]}, tabula.PlanRowRange)
 			if s != rowWindow || r != rowWindow {
@@ -133,6 +170,7 @@ func benchQueryRowRange(b *testing.B, fx *readFixture) {
 		page := make([]rawEntity, tabula.MaxEntitiesPerPage)
 		rr := newRecordReader()
 		n, scanned := 0, 0
+		markCPU(b)
 		for b.Loop() {
 			lo, hi := bounds(windows[n%len(windows)])
 			lower := appendPart(slices.Clip(prefix), lo)
@@ -146,6 +184,28 @@ func benchQueryRowRange(b *testing.B, fx *readFixture) {
 		}
 		reportRate(b, scanned, "scanned/s")
 	})
+	if inMemory {
+		b.Run("btree", func(b *testing.B) {
+			b.ReportAllocs()
+			prefix := partitionPrefix(nil, deepID, fx.deepPK)
+			page := make([]rawEntity, tabula.MaxEntitiesPerPage)
+			rr := newRecordReader()
+			n, scanned := 0, 0
+			markCPU(b)
+			for b.Loop() {
+				lo, hi := bounds(windows[n%len(windows)])
+				lower := appendPart(slices.Clip(prefix), lo)
+				upper := appendPart(slices.Clip(prefix), hi)
+				s, k := btreePages(b, fx, prefix, lower, upper, page, rr, nil)
+				if s != rowWindow || k != rowWindow {
+					b.Fatalf("scanned %d and kept %d, want %d", s, k, rowWindow)
+				}
+				scanned += s
+				n++
+			}
+			reportRate(b, scanned, "scanned/s")
+		})
+	}
 }
 
 // benchQueryPartitionRange: PartitionKeys from one GUID up to (excluding) the GUID two
@@ -162,6 +222,7 @@ func benchQueryPartitionRange(b *testing.B, fx *readFixture) {
 			filters[i] = "PartitionKey ge " + quote(sorted[s]) + " and PartitionKey lt " + quote(sorted[s+span])
 		}
 		n, scanned := 0, 0
+		markCPU(b)
 		for b.Loop() {
 			s, r := runPages(b, fx.spread, tabula.Query{Filter: filters[n%len(filters)]}, tabula.PlanPartitionRange)
 			if s != want || r != want {
@@ -181,6 +242,7 @@ func benchQueryPartitionRange(b *testing.B, fx *readFixture) {
 		page := make([]rawEntity, tabula.MaxEntitiesPerPage)
 		rr := newRecordReader()
 		n, scanned := 0, 0
+		markCPU(b)
 		for b.Loop() {
 			s := starts[n%len(starts)]
 			lower := appendPart(slices.Clip(prefix), sorted[s])
@@ -194,6 +256,28 @@ func benchQueryPartitionRange(b *testing.B, fx *readFixture) {
 		}
 		reportRate(b, scanned, "scanned/s")
 	})
+	if inMemory {
+		b.Run("btree", func(b *testing.B) {
+			b.ReportAllocs()
+			prefix := tablePrefix(nil, spreadID)
+			page := make([]rawEntity, tabula.MaxEntitiesPerPage)
+			rr := newRecordReader()
+			n, scanned := 0, 0
+			markCPU(b)
+			for b.Loop() {
+				s := starts[n%len(starts)]
+				lower := appendPart(slices.Clip(prefix), sorted[s])
+				upper := appendPart(slices.Clip(prefix), sorted[s+span])
+				sc, k := btreePages(b, fx, prefix, lower, upper, page, rr, nil)
+				if sc != want || k != want {
+					b.Fatalf("scanned %d and kept %d, want %d", sc, k, want)
+				}
+				scanned += sc
+				n++
+			}
+			reportRate(b, scanned, "scanned/s")
+		})
+	}
 }
 
 // benchQueryFullScan: a RowKey range with no PartitionKey, seed 003's fifth example query:
@@ -206,6 +290,7 @@ func benchQueryFullScan(b *testing.B, fx *readFixture) {
 		b.ReportAllocs()
 		q := tabula.Query{Filter: "RowKey ge " + quote(lo) + " and RowKey lt " + quote(hi)}
 		scanned := 0
+		markCPU(b)
 		for b.Loop() {
 			s, r := runPages(b, fx.spread, q, tabula.PlanFullScan)
 			if s != total || r != matches {
@@ -228,6 +313,7 @@ func benchQueryFullScan(b *testing.B, fx *readFixture) {
 			return err == nil && rk >= lo && rk < hi
 		}
 		scanned := 0
+		markCPU(b)
 		for b.Loop() {
 			s, k := rawPages(b, fx, prefix, prefix, nil, page, rr, match)
 			if s != total || k != matches {
@@ -237,4 +323,26 @@ func benchQueryFullScan(b *testing.B, fx *readFixture) {
 		}
 		reportRate(b, scanned, "scanned/s")
 	})
+	if inMemory {
+		b.Run("btree", func(b *testing.B) {
+			b.ReportAllocs()
+			prefix := tablePrefix(nil, spreadID)
+			page := make([]rawEntity, tabula.MaxEntitiesPerPage)
+			rr := newRecordReader()
+			match := func(key []byte, _ *rawRecord) bool {
+				_, rk, err := splitKey(key)
+				return err == nil && rk >= lo && rk < hi
+			}
+			scanned := 0
+			markCPU(b)
+			for b.Loop() {
+				s, k := btreePages(b, fx, prefix, prefix, nil, page, rr, match)
+				if s != total || k != matches {
+					b.Fatalf("scanned %d and kept %d, want %d and %d", s, k, total, matches)
+				}
+				scanned += s
+			}
+			reportRate(b, scanned, "scanned/s")
+		})
+	}
 }

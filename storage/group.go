@@ -40,14 +40,21 @@ type groupReq struct {
 	// wake tells a waiting writer that its write is done (false) or that it leads the
 	// next group (true).
 	wake chan bool
+	// txn is what fn is given: kept here, in the pooled request, so that a write allocates
+	// no Txn of its own.
+	txn Txn
 }
 
 var reqPool = sync.Pool{New: func() any { return &groupReq{wake: make(chan bool, 1)} }}
 
 // committer is the queue of writes waiting for a group.
 type committer struct {
-	mu      sync.Mutex
-	queue   []*groupReq
+	mu    sync.Mutex
+	queue []*groupReq
+	// spare is the array of the group before last, which the queue reuses: the leader takes
+	// the queue's array for its group, and the queue swaps to this one, so that after the
+	// first groups a write appends to an array that is already there.
+	spare   []*groupReq
 	leading bool // a leader is running a group
 	last    int  // how many writes the last group held
 }
@@ -94,7 +101,7 @@ func (d *DB) updateGrouped(fn func(*Txn) error) error {
 		d.lead(r)
 	}
 	err, p := r.err, r.panicV
-	r.fn, r.err, r.panicV = nil, nil, nil
+	r.fn, r.err, r.panicV, r.txn = nil, nil, nil, Txn{}
 	reqPool.Put(r)
 	if p != nil {
 		panic(p)
@@ -109,12 +116,10 @@ func (d *DB) lead(own *groupReq) {
 	c := &d.group
 	c.mu.Lock()
 	n := min(len(c.queue), maxGroup)
-	batch := c.queue[:n:n]
-	if n == len(c.queue) {
-		c.queue = nil
-	} else {
-		c.queue = append(make([]*groupReq, 0, len(c.queue)-n), c.queue[n:]...)
-	}
+	taken := c.queue
+	batch := taken[:n:n]
+	c.queue = append(c.spare[:0], taken[n:]...)
+	c.spare = nil
 	c.last = n
 	c.mu.Unlock()
 
@@ -128,8 +133,10 @@ func (d *DB) lead(own *groupReq) {
 			r.wake <- false
 		}
 	}
+	clear(taken) // the requests go back to their pool
 
 	c.mu.Lock()
+	c.spare = taken[:0]
 	if len(c.queue) == 0 {
 		c.leading = false
 		c.mu.Unlock()
@@ -156,8 +163,9 @@ func (d *DB) commitPrefix(batch []*groupReq) int {
 		txn := d.bdb.NewTransaction(true)
 		cut := -1
 		for i, r := range batch[:limit] {
-			t := Txn{t: txn, db: d}
-			r.err = runClosure(r, &t)
+			r.txn = Txn{t: txn, db: d}
+			t := &r.txn
+			r.err = runClosure(r, t)
 			if t.tooBig && i > 0 {
 				// The group is full: commit what came before; r leads the next group.
 				cut, settled = i, i

@@ -95,17 +95,39 @@ func (m *memDB) view(d *DB, fn func(*Txn) error) error {
 	}
 	// A reader keeps only the tree: holding the snapshot would keep alive every commit
 	// made while it runs.
-	return fn(&Txn{m: &memTxn{db: m, start: m.cur.Load().tree}, db: d})
+	v := viewPool.Get().(*viewTxn)
+	v.m = memTxn{db: m, start: m.cur.Load().tree}
+	v.t = Txn{m: &v.m, db: d}
+	err := fn(&v.t)
+	*v = viewTxn{}
+	viewPool.Put(v)
+	return err
 }
 
 func (m *memDB) update(d *DB, fn func(*Txn) error) error {
+	// The transaction, its read set and its write list come from a pool and are reused
+	// from try to try: a single write then allocates only what it stores.
+	v := viewPool.Get().(*viewTxn)
+	defer func() {
+		clear(v.m.reads)
+		clear(v.m.writes)
+		clear(v.m.ranges)
+		*v = viewTxn{m: memTxn{reads: v.m.reads, writes: v.m.writes[:0], ranges: v.m.ranges[:0]}}
+		viewPool.Put(v)
+	}()
 	for range maxConflictRetries {
 		if m.closed.Load() {
 			return errClosed
 		}
 		base := m.cur.Load()
-		t := &memTxn{db: m, start: base.tree, base: base, update: true}
-		if err := fn(&Txn{m: t, db: d}); err != nil {
+		clear(v.m.reads)
+		clear(v.m.writes)
+		clear(v.m.ranges)
+		v.m = memTxn{db: m, start: base.tree, base: base, update: true,
+			reads: v.m.reads, writes: v.m.writes[:0], ranges: v.m.ranges[:0]}
+		v.t = Txn{m: &v.m, db: d}
+		t := &v.m
+		if err := fn(&v.t); err != nil {
 			return err
 		}
 		err := t.commit()
@@ -133,6 +155,8 @@ type memTxn struct {
 	// costs at most a needless retry).
 	reads  map[uint64]struct{}
 	ranges []memRange
+	// pivot is the search key of get, kept here so that a lookup allocates none.
+	pivot memEntry
 }
 
 // memRange is a scanned key range [lo, hi), unbounded above when open.
@@ -159,7 +183,9 @@ func (t *memTxn) get(key []byte, fn func([]byte) error) (bool, error) {
 		}
 		t.reads[maphash.Bytes(t.db.seed, key)] = struct{}{}
 	}
-	e, ok := t.tree().Get(&memEntry{key: key})
+	t.pivot.key = key
+	e, ok := t.tree().Get(&t.pivot)
+	t.pivot.key = nil
 	if !ok {
 		return false, nil
 	}

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -139,4 +140,34 @@ func TestOpenAfterCrashOnFullDisk(t *testing.T) {
 	require.ErrorIs(t, set(db, "more2", "x"), ErrDiskFull)
 	require.Len(t, told, 2, "a refusal after writes had resumed is told again")
 	require.NoError(t, db.Close())
+}
+
+// The file system's free space is asked before every commit near the reserve, and reused
+// for a short while only when far more than the reserve is free.
+func TestReuseFreeSpace(t *testing.T) {
+	const reserve = 1 << 20
+	var (
+		free  uint64 = reserve + freeSpaceMargin + 1
+		asked int
+		now   = time.Unix(1000, 0)
+	)
+	get := reuseFreeSpace(func() (uint64, error) { asked++; return free, nil }, reserve, func() time.Time { return now })
+	ask := func() uint64 {
+		t.Helper()
+		f, err := get()
+		require.NoError(t, err)
+		return f
+	}
+	require.Equal(t, free, ask())
+	free = reserve // the disk filled up meanwhile
+	require.Equal(t, uint64(reserve+freeSpaceMargin+1), ask(), "reused within freeSpaceReuse")
+	require.Equal(t, 1, asked)
+	now = now.Add(freeSpaceReuse)
+	require.Equal(t, uint64(reserve), ask(), "asked again once freeSpaceReuse passed")
+	require.Equal(t, uint64(reserve), ask(), "near the reserve, asked every time")
+	require.Equal(t, 3, asked)
+	free = reserve + freeSpaceMargin // not more than the margin: still asked every time
+	ask()
+	ask()
+	require.Equal(t, 5, asked)
 }

@@ -236,6 +236,15 @@ func (d *DB) Close() error {
 	return nil
 }
 
+// viewTxn is the Txn of a View, with the in-memory store's transaction beside it; they come
+// from viewPool, so that a point read allocates neither.
+type viewTxn struct {
+	t Txn
+	m memTxn
+}
+
+var viewPool = sync.Pool{New: func() any { return new(viewTxn) }}
+
 // View runs fn in a read-only snapshot.
 func (d *DB) View(fn func(*Txn) error) error {
 	if d.mem != nil {
@@ -243,7 +252,18 @@ func (d *DB) View(fn func(*Txn) error) error {
 	}
 	d.mu.RLock()
 	defer d.mu.RUnlock()
-	return d.bdb.View(func(t *badger.Txn) error { return fn(&Txn{t: t, db: d}) })
+	// What badger.DB.View does, with a pooled Txn rather than a closure and a Txn per read.
+	if d.bdb.IsClosed() {
+		return badger.ErrDBClosed
+	}
+	txn := d.bdb.NewTransaction(false)
+	defer txn.Discard()
+	v := viewPool.Get().(*viewTxn)
+	v.t = Txn{t: txn, db: d}
+	err := fn(&v.t)
+	v.t = Txn{}
+	viewPool.Put(v)
+	return err
 }
 
 // Update runs fn in a read-write transaction and commits it. When the commit loses a conflict
