@@ -31,14 +31,15 @@ import (
 // along. Every second it samples the server's anonymous memory (RssAnon) and resident set
 // (RSS) from /proc, and reports them a quarter of the way through the run (anon-start-MB,
 // RSS-start-MB), at its end (anon-end-MB, RSS-end-MB) and at their peaks, with the entities
-// written and requests/s. "disk" serves a data directory with the default --memory; "memory"
+// written and requests/s. TABULA_BENCH_MIXED_PRELOAD entities (default none) are loaded
+// first, in transactions of 100 spread over the clients' partitions. "disk" serves a data directory with the default --memory; "memory"
 // serves --in-memory, for comparison.
 //
 // Each run lasts TABULA_BENCH_MIXED (a Go duration; default 2s, what CI runs). The server
 // is the tabula command built from ../cmd/tabula, or the binary TABULA_BENCH_SERVE_BIN
 // names (to measure another version the same way):
 //
-//	TABULA_BENCH_MIXED=60s go test ./bench -run '^$' -bench ServeMixedLoad -benchtime 1x
+//	TABULA_BENCH_MIXED=60s TABULA_BENCH_MIXED_PRELOAD=300000 go test ./bench -run '^$' -bench ServeMixedLoad -benchtime 1x
 func BenchmarkServeMixedLoad(b *testing.B) {
 	if _, err := os.Stat("/proc/self/status"); err != nil {
 		b.Skip("no /proc here")
@@ -101,6 +102,35 @@ func runMixedLoad(b *testing.B, bin string, args []string, d time.Duration) {
 		clients[i] = svc.NewClient("Mixed")
 	}
 	waitServing(b, clients[0])
+	preload := mixedPreload(b) / loadClients
+	payload := strings.Repeat("x", 1024)
+	entityOf := func(pk string, row int) []byte {
+		e, _ := json.Marshal(map[string]any{"PartitionKey": pk, "RowKey": fmt.Sprintf("%08d", row),
+			"Amount": row, "Payload": payload})
+		return e
+	}
+	var loading sync.WaitGroup
+	loadErrs := make(chan error, loadClients)
+	for i, c := range clients {
+		loading.Go(func() {
+			pk := "c" + strconv.Itoa(i)
+			for row := 0; row < preload; row += 100 {
+				var actions []aztables.TransactionAction
+				for r := row; r < min(row+100, preload); r++ {
+					actions = append(actions, aztables.TransactionAction{ActionType: aztables.TransactionTypeAdd, Entity: entityOf(pk, r)})
+				}
+				if _, err := c.SubmitTransaction(ctx, actions, nil); err != nil {
+					loadErrs <- err
+					return
+				}
+			}
+		})
+	}
+	loading.Wait()
+	close(loadErrs)
+	if err := <-loadErrs; err != nil {
+		b.Fatal(err)
+	}
 
 	samples := make(chan map[string]int64, 1)
 	sctx, stopSampling := context.WithCancel(context.Background())
@@ -124,7 +154,6 @@ func runMixedLoad(b *testing.B, bin string, args []string, d time.Duration) {
 		}
 	}()
 
-	payload := strings.Repeat("x", 1024)
 	b.StartTimer()
 	began := time.Now()
 	deadline := began.Add(d)
@@ -135,12 +164,8 @@ func runMixedLoad(b *testing.B, bin string, args []string, d time.Duration) {
 		working.Go(func() {
 			pk := "c" + strconv.Itoa(i)
 			rng := rand.New(rand.NewPCG(uint64(i), 7))
-			rows := 0
-			entity := func(row int) []byte {
-				e, _ := json.Marshal(map[string]any{"PartitionKey": pk, "RowKey": fmt.Sprintf("%08d", row),
-					"Amount": row, "Payload": payload})
-				return e
-			}
+			rows := preload
+			entity := func(row int) []byte { return entityOf(pk, row) }
 			for time.Now().Before(deadline) {
 				var err error
 				switch op := rng.IntN(10); {
@@ -182,6 +207,20 @@ func runMixedLoad(b *testing.B, bin string, args []string, d time.Duration) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// mixedPreload reads TABULA_BENCH_MIXED_PRELOAD, the entities loaded (in transactions of 100,
+// spread over the clients' partitions) before the load starts; default 0.
+func mixedPreload(b *testing.B) int {
+	s := os.Getenv("TABULA_BENCH_MIXED_PRELOAD")
+	if s == "" {
+		return 0
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		b.Fatalf("TABULA_BENCH_MIXED_PRELOAD=%q: want a number of entities", s)
+	}
+	return n
+}
 
 // waitServing creates the table, retrying until the server answers (for at most 30 s).
 func waitServing(b *testing.B, c *aztables.Client) {
