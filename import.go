@@ -262,6 +262,9 @@ func (db *DB) importFile(ctx context.Context, r io.Reader, opts *ImportOptions, 
 			db.dropInBackground(t.id)
 		}
 	}
+	// Half the store's limit: Badger counts each entry's metadata and version beside its key
+	// and value.
+	stagingBytes := int(min(importBatchBytes, db.store.MaxUpdateBytes()/2))
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
@@ -428,7 +431,7 @@ func (db *DB) importFile(ctx context.Context, r io.Reader, opts *ImportOptions, 
 			record := encodeRecord(ticks, e.Properties, names)
 			batch = append(batch, stagedEntity{key: key, record: record, line: rec.Line, pk: e.PartitionKey, rk: e.RowKey, check: check})
 			size += len(key) + len(record)
-			if len(batch) >= importBatchEntities || size >= importBatchBytes {
+			if len(batch) >= importBatchEntities || size >= stagingBytes {
 				if err := flush(); err != nil {
 					return fail(err)
 				}

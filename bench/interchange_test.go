@@ -54,23 +54,29 @@ func interchangeFile(n int) []byte {
 	return buf.Bytes()
 }
 
-// rawWrites writes the same keys and records as the import, in batches of 2,000.
+// rawWrites writes the same keys and records as the import, in batches of 2,000 or of half
+// the bytes the store takes in one transaction, whichever is less, as the import stages them.
 func rawWrites(b *testing.B, dir string, n int) time.Duration {
 	raw, err := openRaw(dir, false)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer raw.Close()
+	limit := int(raw.Opts().MemTableSize * 15 / 100 / 2)
 	pad := strings.Repeat("x", 1000)
 	rw, clock := newRecordWriter(), &rawClock{}
 	start := time.Now()
-	for lo := 0; lo < n; lo += 2000 {
+	for lo := 0; lo < n; {
 		err := raw.Update(func(txn *badger.Txn) error {
-			for i := lo; i < min(lo+2000, n); i++ {
+			for size, i := 0, lo; i < min(lo+2000, n) && size < limit; i++ {
 				e := interchangeEntity(i, pad)
-				if err := txn.Set(entityKey(nil, 1, e.PartitionKey, e.RowKey), rw.appendRecord(nil, clock.next(), e.Properties)); err != nil {
+				key := entityKey(nil, 1, e.PartitionKey, e.RowKey)
+				record := rw.appendRecord(nil, clock.next(), e.Properties)
+				if err := txn.Set(key, record); err != nil {
 					return err
 				}
+				size += len(key) + len(record)
+				lo = i + 1
 			}
 			return nil
 		})

@@ -239,3 +239,15 @@ func gogcGoal() uint64 {
 	}
 	return live + live*gogc/100 + s[2].Value.Uint64() - heap
 }
+
+// MaxUpdateBytes is the most an Update may write: Badger refuses a transaction whose entries
+// in the LSM tree (keys, and values under the value threshold) exceed 15% of a memtable
+// (ErrTooLarge), 629 KB at the default budget. Writers of large batches of their own (an
+// import's staging) size them by it; the service's transactions fit at every budget (see
+// BadgerOptions). In memory there is no such limit.
+func (d *DB) MaxUpdateBytes() int64 {
+	if d.mem != nil {
+		return math.MaxInt64
+	}
+	return d.bo.MemTableSize * 15 / 100
+}
