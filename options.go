@@ -70,8 +70,9 @@ type Options struct {
 	// NoGoMemoryLimit leaves the Go runtime's soft memory limit alone. Otherwise, while a
 	// database on disk is open and unless the program has set a limit itself (GOMEMLIMIT,
 	// runtime/debug.SetMemoryLimit) or turned the collector off, Open sets the limit to
-	// what the process used when the first such database opened plus the open databases'
-	// MemoryBudgets. Without it the Go heap grows to twice what it holds live between
+	// what the process used when the first such database opened plus 15/16 of the open
+	// databases' MemoryBudgets (the limit is soft: the rest is room for what the runtime lets
+	// past it). Without it the Go heap grows to twice what it holds live between
 	// collections (GOGC=100), and the store's buffers would take twice their budget. The
 	// limit is raised after each collection to the heap GOGC aims at when that is higher,
 	// so a program whose own heap grows is never made to collect more often than GOGC has
