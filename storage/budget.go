@@ -51,9 +51,11 @@ const MinMemoryBudget = 256 << 20
 //     and bloom filter are read in place from its mapped file.
 //   - Two compactors, Badger's fewest.
 //
-// What these buffers hold live is about half the budget at most; the Go runtime lets the
-// heap grow to twice what is live between collections, which the runtime's soft memory
-// limit, held while the store is open (see HoldGoLimit), keeps within the budget. The
+// What these buffers hold live is mostly under half the budget (80-170 MiB loading 1M
+// entities; more for moments at 10M, where deeper trees have compactions run more builders
+// at once); the Go runtime lets the heap grow to twice what is live between collections,
+// which the runtime's soft memory limit, held while the store is open (see HoldGoLimit),
+// keeps within the budget while what is live stays under half of it. The
 // table files themselves are memory-mapped: their pages count in the resident set (RSS)
 // but not in its anonymous part, and the kernel drops them under memory pressure.
 //
