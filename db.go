@@ -101,7 +101,7 @@ func open(so storage.Options, opts *Options) (*DB, error) {
 	}
 	so.SyncWrites = o.SyncWrites
 	so.FreeSpace, so.Reserve = o.freeSpace, o.DiskReserve
-	so.MemoryBudget = o.MemoryBudget
+	so.MemoryBudget, so.GoMemoryLimit = o.MemoryBudget, !o.NoGoMemoryLimit
 	logger := o.Logger
 	if logger == nil {
 		logger = slog.Default()

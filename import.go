@@ -631,6 +631,9 @@ func (db *DB) applyStaged(ctx context.Context, t *stagedTable, policy Existing) 
 	}
 	defer ot.mu.RUnlock()
 	lower, upper := tableBounds(t.id)
+	// Half what the store takes in one transaction (Badger counts each entry's metadata and
+	// version beside its key and value), at most importBatchBytes.
+	maxBytes := int(min(importBatchBytes, db.store.MaxUpdateBytes()/2))
 	for {
 		var (
 			last  []byte
@@ -641,7 +644,7 @@ func (db *DB) applyStaged(ctx context.Context, t *stagedTable, policy Existing) 
 			last = nil
 			it := tx.Scan(lower, upper)
 			defer it.Close()
-			for n := 0; n < importBatchEntities && it.Next(); n++ {
+			for n, written := 0, 0; n < importBatchEntities && written < maxBytes && it.Next(); n++ {
 				pk, rk, err := decodeEntityKey(it.Key())
 				if err != nil {
 					return err
@@ -703,6 +706,7 @@ func (db *DB) applyStaged(ctx context.Context, t *stagedTable, policy Existing) 
 				}
 				s[1] += int64(len(key)+len(record)) - oldSize
 				stats[pk] = s
+				written += len(key) + len(record)
 			}
 			return nil
 		})

@@ -58,12 +58,27 @@ type Options struct {
 	DiskReserve uint64
 
 	// MemoryBudget is the memory, in bytes, that a database on disk lets its store take for
-	// its write buffers (memtables), its caches of blocks and indexes, and its compactions;
-	// the process's own allocations (requests, query results) come on top. 0 means 256 MiB,
-	// enough for a developer's laptop; the smallest honoured is 64 MiB. A larger budget
-	// buys fewer flushes and cache misses on large tables. It does not matter for
+	// its write buffers (memtables), its caches and its compactions, with the Go heap's
+	// room to collect in (see NoGoMemoryLimit); the process's own allocations (requests,
+	// query results) come on top, and so do the pages of the memory-mapped table files, which
+	// count in the resident set but which the kernel drops under memory pressure. 0 means
+	// 256 MiB, enough for a developer's laptop, and also the smallest honoured. A larger
+	// budget buys fewer flushes and cache misses on large tables. It does not matter for
 	// OpenInMemory.
 	MemoryBudget uint64
+
+	// NoGoMemoryLimit leaves the Go runtime's soft memory limit alone. Otherwise, while a
+	// database on disk is open and unless the program has set a limit itself (GOMEMLIMIT,
+	// runtime/debug.SetMemoryLimit) or turned the collector off, Open sets the limit to
+	// what the process used when the first such database opened plus 15/16 of the open
+	// databases' MemoryBudgets (the limit is soft: the rest is room for what the runtime lets
+	// past it). Without it the Go heap grows to twice what it holds live between
+	// collections (GOGC=100), and the store's buffers would take twice their budget. The
+	// limit is raised after each collection to the heap GOGC aims at when that is higher,
+	// so a program whose own heap grows is never made to collect more often than GOGC has
+	// it; it is lifted when the last database closes, and left to the program as soon as it
+	// sets a limit of its own.
+	NoGoMemoryLimit bool
 
 	// Logger receives what the database has to report outside any call's result: that Open
 	// upgraded a directory written in an older format, which builds of that format then

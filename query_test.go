@@ -276,10 +276,11 @@ func TestFullScanMemoryIsBounded(t *testing.T) {
 		return err
 	}))
 	// Load straight through storage in large transactions; the engine's write path is not
-	// what this test is about.
-	for start := 0; start < n; start += 5000 {
+	// what this test is about. 1,000 entities of 250 bytes stay under the store's limit on a
+	// transaction (storage.DB.MaxUpdateBytes).
+	for start := 0; start < n; start += 1000 {
 		require.NoError(t, db.store.Update(func(tx *storage.Txn) error {
-			for i := start; i < start+5000; i++ {
+			for i := start; i < start+1000; i++ {
 				props := Properties{"N": Int32(i), "Payload": payload}
 				if err := tx.Set(entityKey(id, fmt.Sprintf("p%03d", i%300), fmt.Sprintf("r%06d", i)), testRecord(int64(i), props)); err != nil {
 					return err

@@ -122,3 +122,49 @@ func BenchmarkMemoryFootprint(b *testing.B) {
 		b.ReportMetric(float64(settled)/(1<<20), "settled-RSS-MiB")
 	}
 }
+
+// BenchmarkHostHeap measures what the Go memory limit an open database holds (see
+// tabula.Options.NoGoMemoryLimit) costs a host program whose own heap is larger than the
+// budget: the host keeps TABULA_BENCH_HOST_HEAP MiB live (default 384, over the 256 MiB
+// budget) and allocates 1 MiB of garbage per op, with a database on disk open beside it,
+// with the limit ("limit") and without ("nolimit"). The limit follows the heap GOGC aims at,
+// so gc/op should be the same in both.
+func BenchmarkHostHeap(b *testing.B) {
+	mib := 384
+	if s := os.Getenv("TABULA_BENCH_HOST_HEAP"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n <= 0 {
+			b.Fatalf("TABULA_BENCH_HOST_HEAP=%q: want a number of MiB", s)
+		}
+		mib = n
+	}
+	host := make([]*[1 << 20]byte, mib)
+	for i := range host {
+		host[i] = new([1 << 20]byte)
+	}
+	for _, name := range []string{"nolimit", "limit"} {
+		b.Run(name, func(b *testing.B) {
+			db := openEngineWith(b, b.TempDir(), &tabula.Options{NoGoMemoryLimit: name == "nolimit"})
+			createTable(b, db, "Host")
+			runtime.GC()
+			var garbage [][]byte
+			gcs := numGC()
+			for b.Loop() {
+				garbage = garbage[:0]
+				for range 16 {
+					garbage = append(garbage, make([]byte, 64<<10))
+				}
+			}
+			b.ReportMetric(float64(numGC()-gcs)/float64(b.N), "gc/op")
+			b.ReportMetric(float64(debug.SetMemoryLimit(-1))/(1<<20), "limit-MB")
+			runtime.KeepAlive(garbage)
+		})
+	}
+	runtime.KeepAlive(host)
+}
+
+func numGC() uint32 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.NumGC
+}

@@ -12,6 +12,7 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,9 +46,11 @@ func scaleLimit(b *testing.B) int {
 // BenchmarkScale grows one table on disk through 10k, 100k, 1M and 10M entities (GUID
 // partitions of 100 rows, loaded in transactions of 100) and at each size measures a point
 // get and a whole-partition query of 100 rows, at random keys; each reports the process's
-// peak RSS (VmHWM) and the database's size on disk. Loading is not timed; its rate is
-// reported as load-entities/s on PointGet. The cost per operation should stay nearly flat
-// and the RSS bounded.
+// memory and the database's size on disk. Loading is not timed; PointGet reports its rate
+// (load-entities/s), the wait for compactions after it (settle-s) and the peaks of the
+// process's anonymous memory and resident set through both, sampled every 10 ms
+// (load-peak-anon-MB, load-peak-RSS-MB). The cost per operation should stay nearly flat
+// and the anonymous memory under the default memory budget (256 MiB) at every size.
 func BenchmarkScale(b *testing.B) {
 	limit := scaleLimit(b)
 	dir := b.TempDir()
@@ -65,10 +68,12 @@ func BenchmarkScale(b *testing.B) {
 				pks, prefixes = append(pks, w.GUID()), append(prefixes, w.RowPrefix(p/1000, p%1000))
 				parts = append(parts, partitionLoad{pk: pks[p], prefix: prefixes[p], to: scaleRows, base: p * scaleRows})
 			}
+			stop, peak := sampleMemory(10 * time.Millisecond)
 			began := time.Now()
 			loadEngine(b, t, w, parts)
 			loadRate := float64(len(parts)*scaleRows) / time.Since(began).Seconds()
 			settled := settle(dir, 3*time.Second, 5*time.Minute)
+			stop()
 			writeHeapProfile(b, size)
 			rng := rand.New(rand.NewPCG(uint64(size), 1))
 			b.Run("PointGet", func(b *testing.B) {
@@ -85,6 +90,8 @@ func BenchmarkScale(b *testing.B) {
 				reportFootprint(b, dir)
 				b.ReportMetric(loadRate, "load-entities/s")
 				b.ReportMetric(settled.Seconds(), "settle-s")
+				b.ReportMetric(float64(peak["RssAnon"])/(1<<20), "load-peak-anon-MB")
+				b.ReportMetric(float64(peak["VmRSS"])/(1<<20), "load-peak-RSS-MB")
 			})
 			b.Run("PartitionQuery", func(b *testing.B) {
 				b.ReportAllocs()
@@ -186,8 +193,11 @@ func settle(dir string, quiet, limit time.Duration) time.Duration {
 // memory reads the process's memory figures from /proc/self/status, in bytes: VmHWM (peak
 // resident set), VmRSS (current), and RssAnon (its anonymous part: heap, stacks and caches,
 // not mapped files).
-func memory() (map[string]int64, error) {
-	data, err := os.ReadFile("/proc/self/status")
+func memory() (map[string]int64, error) { return procStatus("self") }
+
+// procStatus reads the memory figures of memory from /proc/PID/status.
+func procStatus(pid string) (map[string]int64, error) {
+	data, err := os.ReadFile("/proc/" + pid + "/status")
 	if err != nil {
 		return nil, err
 	}
@@ -205,6 +215,37 @@ func memory() (map[string]int64, error) {
 		out[name] = kb << 10
 	}
 	return out, nil
+}
+
+// sampleMemory samples the process's memory (see memory) every interval until stop is
+// called, which returns after a last sample; peak then holds the largest sample of each
+// figure, in bytes.
+func sampleMemory(interval time.Duration) (stop func(), peak map[string]int64) {
+	peak = map[string]int64{}
+	sample := func() {
+		if m, err := memory(); err == nil {
+			for k, v := range m {
+				peak[k] = max(peak[k], v)
+			}
+		}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				sample()
+				return
+			case <-tick.C:
+				sample()
+			}
+		}
+	})
+	var once sync.Once
+	return func() { once.Do(func() { close(done); wg.Wait() }) }, peak
 }
 
 func TestMemory(t *testing.T) {

@@ -1,6 +1,12 @@
 package storage
 
 import (
+	"math"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"sync"
+
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
 )
@@ -10,37 +16,48 @@ import (
 const DefaultMemoryBudget = 256 << 20
 
 // MinMemoryBudget is the smallest budget BadgerOptions honours; a smaller one is raised to
-// it. Below it the memtables get so small that Badger flushes after every few transactions.
-const MinMemoryBudget = 64 << 20
+// it. Memtables are budget/64, and below 4 MiB Badger would refuse some of the Table
+// service's transactions (100 entities with keys of 1 KiB and values just under the value
+// threshold; see BadgerOptions); the table builders that memtables of 4 MiB need take about
+// half of this budget (see BadgerOptions).
+const MinMemoryBudget = 256 << 20
 
 // BadgerOptions are the options Open gives Badger for a store in dir with a memory budget of
 // budget bytes (0 means DefaultMemoryBudget). Badger's defaults took 2.8 GiB of anonymous
-// memory loading 1M 1 KiB entities (five 64 MiB memtables, a 256 MiB block cache, every
-// table's index in memory, four compactors); here one number is shared out. The shares were
-// measured with BenchmarkLoadWithinBudget (bench/) at 400,000 entities:
+// memory loading 1M 1 KiB entities; here one number is shared out. Where the memory goes
+// was measured with heap profiles of BenchmarkLoadWithinBudget (bench/) at 1M entities and
+// Badger's source (v4.9):
 //
-//   - Memtables: two of budget/16 each (16 MiB at the default). Badger allocates a
-//     memtable's arena at about 1.3 times its size, so the two take about a sixth of the
-//     budget. Two is the fewest that lets writes go on while one is flushed. Size matters
-//     beyond the arenas: a flush builds the memtable's whole table in a buffer that Badger
-//     keeps pooled (up to eight of them) for the next table, so halving the memtables from
-//     budget/8 cut the load's peak RssAnon from 744 to 524 MiB (at 68k and 53k entities/s);
-//     budget/32 reached 264 MiB but loaded at only 39k entities/s.
-//   - No compression: with Snappy, each table builder holds every block twice (plain and
-//     compressed) and every block read from disk is decompressed into the heap; without it
-//     the peak fell from 1,203 to 744 MiB (at 75k and 68k entities/s). Tables take more
-//     disk instead.
-//   - Block cache: budget/5 (51 MiB at the default), the hot blocks of the tables.
-//   - Index cache: budget/10 (25 MiB at the default). With an index cache, Badger keeps only
-//     the cached tables' indexes and bloom filters in memory instead of every table's, which
-//     made its memory grow with the data.
-//   - Compaction: two compactors (Badger's fewest) and tables of budget/128 (2 MiB at the
-//     default, Badger's own base size).
+//   - Table builders are most of it. Each flush and each compaction builds a whole table in
+//     a buffer (ristretto's z.Allocator; a Go slice, without jemalloc) whose first page is
+//     twice the table size Badger is given, rounded up to a power of two, and which doubles
+//     when the table outgrows it. A compaction runs up to 8 builders plus one per split (at
+//     most 6), two compactions at once, and Badger pools 8 used buffers for the next builder
+//     (releasing one only after 2 s without a builder): budget/16 memtables flushed into
+//     tables of 2 MiB grew every pooled buffer to 28 MiB, 16 live builders held 388 MiB.
+//     So memtables are budget/64 (4 MiB at the default) and every table, flushed or
+//     compacted and at every level (a table size multiplier of 1), is a memtable's size:
+//     then no buffer ever outgrows its first page, twice a memtable (8 MiB at the default),
+//     and at 1M entities the builders held 64–136 MiB instead of 200–388.
+//   - Memtables: two (the fewest that lets writes go on while one is flushed). Badger
+//     allocates each one's arena at about 1.3 times its size: 10 MiB at the default.
+//   - No compression: with Snappy, each builder holds every block twice (plain and
+//     compressed) and every block read from disk is decompressed into the heap.
+//   - Block cache: budget/8. Uncompressed, unencrypted blocks are read in place from the
+//     memory-mapped table files, so a cached block costs the heap only its header (about
+//     5% of what the cache counts); the cache saves re-parsing hot blocks. Stores written
+//     with Snappy before the budget decompress into it, which it then bounds.
+//   - No index cache: Badger uses it only for encrypted tables; an unencrypted table's index
+//     and bloom filter are read in place from its mapped file.
+//   - Two compactors, Badger's fewest.
 //
-// The budget bounds what these buffers hold live; the Go runtime lets the heap grow to about
-// twice its live size between collections (GOGC=100), so the process's anonymous memory can
-// reach about twice the store's share, unless the program sets a memory limit
-// (runtime/debug.SetMemoryLimit, or GOMEMLIMIT).
+// What these buffers hold live is mostly under half the budget (80-170 MiB loading 1M
+// entities; more for moments at 10M, where deeper trees have compactions run more builders
+// at once); the Go runtime lets the heap grow to twice what is live between collections,
+// which the runtime's soft memory limit, held while the store is open (see HoldGoLimit),
+// keeps within the budget while what is live stays under half of it. The
+// table files themselves are memory-mapped: their pages count in the resident set (RSS)
+// but not in its anonymous part, and the kernel drops them under memory pressure.
 //
 // Badger refuses a transaction whose entries in the LSM tree exceed 15% of a memtable
 // (ErrTxnTooBig). Values from ValueThreshold up go to the value log with only a pointer in
@@ -49,28 +66,190 @@ const MinMemoryBudget = 64 << 20
 // actions, entities of 1 MiB) commit at any budget, while small values, the common case,
 // stay in the tree where reads and scans are fastest.
 func BadgerOptions(dir string, budget uint64) badger.Options {
-	if budget == 0 {
-		budget = DefaultMemoryBudget
-	}
-	budget = max(budget, MinMemoryBudget)
-	b := int64(min(budget, 1<<50))
-	memtable := b / 16
+	b := int64(min(effectiveBudget(budget), 1<<50))
+	memtable := b / 64
 	maxBatch := memtable * 15 / 100 // Badger's limit on a transaction's entries in the tree
 	bo := badger.DefaultOptions(dir).
 		WithLoggingLevel(badger.WARNING).
 		WithMetricsEnabled(false).
 		WithMemTableSize(memtable).
 		WithNumMemtables(2).
+		WithBaseTableSize(memtable).
 		WithCompression(options.None).
-		WithBlockCacheSize(b / 5).
-		WithIndexCacheSize(b / 10).
+		WithBlockCacheSize(b / 8).
+		WithIndexCacheSize(0).
 		WithNumCompactors(2).
-		WithBaseTableSize(b / 128).
 		WithValueThreshold(min(maxBatch/128, maxValueThreshold))
+	bo.TableSizeMultiplier = 1 // no With method for it
 	return bo
+}
+
+// effectiveBudget is the budget a store given budget bytes keeps to: the default for 0, and
+// at least MinMemoryBudget.
+func effectiveBudget(budget uint64) uint64 {
+	if budget == 0 {
+		budget = DefaultMemoryBudget
+	}
+	return max(budget, MinMemoryBudget)
 }
 
 // maxValueThreshold is the largest value kept in Badger's LSM tree at any budget: larger ones
 // are read less often than they are written over, and a tree of small entries keeps more of
 // them per block.
 const maxValueThreshold = 64 << 10
+
+// The Go runtime lets the heap grow to about twice what is live between collections
+// (GOGC=100), so a store holding half its budget live could take all of it, and more while
+// a compaction's buffers turn over. A store opened with Options.GoMemoryLimit therefore
+// holds the runtime's soft memory limit (runtime/debug.SetMemoryLimit) while it is open.
+//
+// The limit is what the process used when the first such store opened (what the host
+// program already uses) plus 15/16 of the open stores' budgets. The limit is soft; the last
+// sixteenth is room for what the runtime lets past it while a collection runs (loading 1M
+// entities with the limit at the whole budget, RssAnon peaked 14 MiB past the budget).
+//
+// So that a host program whose own heap grows is never made to collect more often than
+// GOGC has it, the limit is raised after every collection to the heap GOGC aims at, when
+// that is higher. The limit is taken only if the program has set none (GOMEMLIMIT,
+// debug.SetMemoryLimit) and its collector is on; it is left to the program once the program
+// sets one itself; and it is lifted when the last store closes.
+var goLimit struct {
+	sync.Mutex
+	stores  int    // open stores counted in the limit
+	budgets uint64 // their budgets, summed
+	base    uint64 // the process's memory when the first of them opened
+	owned   bool   // the limit is ours to set: the program has not set one since
+	set     int64  // the limit last set
+	cycle   uint64 // counts the holds, so that a sentinel of an earlier one stops
+}
+
+// noGoLimit is the runtime's memory limit when none is set.
+const noGoLimit = math.MaxInt64
+
+// HoldGoLimit counts a store of the given budget (0 for the default) in the Go runtime's
+// memory limit (see goLimit), as Open does for a store with Options.GoMemoryLimit, and
+// returns the function that stops counting it. The benchmarks give raw Badger the same limit.
+func HoldGoLimit(budget uint64) (release func()) {
+	budget = effectiveBudget(budget)
+	goLimit.Lock()
+	defer goLimit.Unlock()
+	if goLimit.stores == 0 {
+		if debug.SetMemoryLimit(-1) != noGoLimit || gcPercent() < 0 {
+			return func() {}
+		}
+		goLimit.base = processMemory()
+		goLimit.owned, goLimit.set = true, noGoLimit
+		goLimit.cycle++
+		armGoLimit(goLimit.cycle)
+	}
+	goLimit.stores++
+	goLimit.budgets += budget
+	adjustGoLimit()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			goLimit.Lock()
+			defer goLimit.Unlock()
+			goLimit.stores--
+			goLimit.budgets -= budget
+			if goLimit.stores > 0 {
+				adjustGoLimit()
+				return
+			}
+			if goLimit.owned && debug.SetMemoryLimit(-1) == goLimit.set {
+				debug.SetMemoryLimit(noGoLimit)
+			}
+			goLimit.owned = false
+		})
+	}
+}
+
+// adjustGoLimit sets the limit to the base and budgets, or to the heap GOGC aims at after the
+// last collection if that is more. Called with goLimit locked.
+func adjustGoLimit() {
+	if !goLimit.owned {
+		return
+	}
+	if debug.SetMemoryLimit(-1) != goLimit.set {
+		goLimit.owned = false // the program set a limit of its own
+		return
+	}
+	if gcPercent() < 0 { // the program turned the collector off: the limit would be its only trigger
+		debug.SetMemoryLimit(noGoLimit)
+		goLimit.owned = false
+		return
+	}
+	limit := max(goLimit.base+goLimit.budgets-goLimit.budgets/16, gogcGoal())
+	goLimit.set = int64(min(limit, noGoLimit))
+	debug.SetMemoryLimit(goLimit.set)
+}
+
+// armGoLimit has adjustGoLimit run after every collection while the stores of this hold are
+// open: a finalizer runs once the collection that finds its object unreachable is over.
+func armGoLimit(cycle uint64) {
+	runtime.SetFinalizer(&gcSentinel{}, func(*gcSentinel) {
+		goLimit.Lock()
+		defer goLimit.Unlock()
+		if goLimit.cycle != cycle || goLimit.stores == 0 {
+			return
+		}
+		adjustGoLimit()
+		armGoLimit(cycle)
+		afterAdjust()
+	})
+}
+
+// afterAdjust is called after each adjustment that follows a collection; tests set it.
+var afterAdjust = func() {}
+
+// gcSentinel is an object that only its finalizer refers to. Its pointer keeps it out of
+// the tiny allocator, whose objects are freed, and finalized, together.
+type gcSentinel struct{ _ *byte }
+
+// gcPercent is GOGC, as the program set it; negative when the collector is off.
+func gcPercent() int64 {
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	return int64(s[0].Value.Uint64())
+}
+
+// processMemory is the memory the Go runtime has from the system and has not returned: the
+// heap, stacks and the runtime's own structures.
+func processMemory() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64() - s[1].Value.Uint64()
+}
+
+// gogcGoal is the memory GOGC lets the process reach before the next collection: the heap
+// live after the last one grown by GOGC percent, and the memory that is not heap.
+func gogcGoal() uint64 {
+	s := []metrics.Sample{
+		{Name: "/gc/heap/live:bytes"},
+		{Name: "/gc/gogc:percent"},
+		{Name: "/memory/classes/total:bytes"},
+		{Name: "/memory/classes/heap/objects:bytes"},
+		{Name: "/memory/classes/heap/unused:bytes"},
+		{Name: "/memory/classes/heap/free:bytes"},
+		{Name: "/memory/classes/heap/released:bytes"},
+	}
+	metrics.Read(s)
+	live, gogc := s[0].Value.Uint64(), s[1].Value.Uint64()
+	var heap uint64
+	for _, h := range s[3:] {
+		heap += h.Value.Uint64()
+	}
+	return live + live*gogc/100 + s[2].Value.Uint64() - heap
+}
+
+// MaxUpdateBytes is the most an Update may write: Badger refuses a transaction whose entries
+// in the LSM tree (keys, and values under the value threshold) exceed 15% of a memtable
+// (ErrTooLarge), 629 KB at the default budget. Writers of large batches of their own (an
+// import's staging) size them by it; the service's transactions fit at every budget (see
+// BadgerOptions). In memory there is no such limit.
+func (d *DB) MaxUpdateBytes() int64 {
+	if d.mem != nil {
+		return math.MaxInt64
+	}
+	return d.bo.MemTableSize * 15 / 100
+}

@@ -59,6 +59,9 @@ type Options struct {
 	// buffers share (see BadgerOptions); 0 means DefaultMemoryBudget. Ignored when InMemory
 	// is set.
 	MemoryBudget uint64
+	// GoMemoryLimit has the store hold the Go runtime's soft memory limit while it is open,
+	// unless the program has set one (see HoldGoLimit). Ignored when InMemory is set.
+	GoMemoryLimit bool
 }
 
 // syncInterval is how often a store without SyncWrites syncs its logs. The operating
@@ -96,6 +99,8 @@ type DB struct {
 	syncs     sync.WaitGroup
 
 	group committer // the writes waiting for a group commit (see group.go)
+
+	releaseLimit func() // stops counting the store in the Go memory limit (see HoldGoLimit)
 }
 
 // Open opens (creating if needed) the store described by o.
@@ -104,7 +109,7 @@ func Open(o Options) (*DB, error) {
 		return &DB{mem: openMemory()}, nil
 	}
 	bo := BadgerOptions(o.Dir, o.MemoryBudget).WithSyncWrites(o.SyncWrites)
-	d := &DB{bo: bo, space: newSpace(o), sync: o.SyncWrites}
+	d := &DB{bo: bo, space: newSpace(o), sync: o.SyncWrites, releaseLimit: func() {}}
 	d.space.onFull = o.OnFull
 	// Deleting files takes no space, so this is done on a full disk too.
 	if err := removeEmptyLogs(o.Dir); err != nil {
@@ -116,6 +121,7 @@ func Open(o Options) (*DB, error) {
 			return nil, fmt.Errorf("%w, and opening it read-only failed: %v", d.space.readOnly.Load(), err)
 		}
 		d.bdb = bdb
+		d.holdGoLimit(o)
 		return d, nil
 	}
 	bdb, err := badger.Open(bo)
@@ -128,7 +134,15 @@ func Open(o Options) (*DB, error) {
 	}
 	d.bdb = bdb
 	d.startSyncs()
+	d.holdGoLimit(o)
 	return d, nil
+}
+
+// holdGoLimit counts the open store in the Go runtime's memory limit, if o asks.
+func (d *DB) holdGoLimit(o Options) {
+	if o.GoMemoryLimit {
+		d.releaseLimit = HoldGoLimit(o.MemoryBudget)
+	}
 }
 
 // truncateNeeded is how Badger's read-only open names the memtable log it will not open
@@ -230,6 +244,7 @@ func (d *DB) Close() error {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	defer d.releaseLimit()
 	if err := d.bdb.Close(); err != nil {
 		return fmt.Errorf("storage: close: %w", err)
 	}
