@@ -221,3 +221,31 @@ func TestImportBulkConcurrentWriters(t *testing.T) {
 // smallBudget are options with the smallest memory budget, whose small memtables take
 // small transactions: a test's import commits many of them without a large file.
 func smallBudget() *Options { return &Options{MemoryBudget: storage.MinMemoryBudget} }
+
+// An import into a table that exists copies the staged entities into it in transactions the
+// store takes: at the smallest budget a transaction holds about 600 KiB, and each policy
+// writes more than that here.
+func TestImportIntoExistingTableSpansTransactions(t *testing.T) {
+	if bothStores(t, TestImportIntoExistingTableSpansTransactions) {
+		return
+	}
+	ctx := context.Background()
+	const n = 1500
+	for _, policy := range []Existing{ExistingReplace, ExistingMerge, ExistingSkip} {
+		db := openStore(t, smallBudget())
+		tbl, err := db.CreateTable(ctx, "Bulk")
+		require.NoError(t, err)
+		_, err = tbl.Insert(ctx, Entity{PartitionKey: "p000", RowKey: inOrder(0), Properties: Properties{"Old": Int32(1)}})
+		require.NoError(t, err)
+		p, err := db.Import(ctx, strings.NewReader(bulkFile(n, inOrder)), &ImportOptions{Existing: policy})
+		require.NoError(t, err, "policy %v", policy)
+		assert.Equal(t, int64(n), p.Entities, "policy %v", policy)
+		assert.Equal(t, n, entityKeys(t, db), "policy %v", policy)
+		first, err := tbl.Get(ctx, "p000", inOrder(0))
+		require.NoError(t, err)
+		_, replaced := first.Properties["Payload"]
+		_, kept := first.Properties["Old"]
+		assert.Equal(t, policy != ExistingSkip, replaced, "policy %v", policy)
+		assert.Equal(t, policy != ExistingReplace, kept, "policy %v", policy)
+	}
+}
