@@ -165,7 +165,9 @@ func (b *Bulk) commit(next bool) error {
 		b.done.Done()
 		return badger.ErrDBClosed
 	}
+	d.commits.RLock() // until Badger has written it (see syncLogs)
 	txn.CommitWith(func(err error) {
+		d.commits.RUnlock()
 		defer b.done.Done()
 		<-b.slots
 		if err == nil {
