@@ -530,21 +530,11 @@ func btreeScan(s *btreeStore, prefix, start, upper []byte, page []rawEntity, rr 
 // recording ticks where asked.
 func loadBtree(tb testing.TB, s *btreeStore, w *Workload, parts []partitionLoad) {
 	tb.Helper()
-	rw := newRecordWriter()
-	var clock rawClock
 	err := s.update(func(t *btreeTree) error {
-		for i := range parts {
-			p := &parts[i]
-			for r := p.from; r < p.to; r++ {
-				ticks := clock.next()
-				if p.ticks != nil {
-					p.ticks[r-p.from] = ticks
-				}
-				key := entityKey(nil, p.tableID, p.pk, RowKey(p.prefix, r))
-				btreeSet(t, key, rw.appendRecord(nil, ticks, w.Props(p.base+r)))
-			}
-		}
-		return nil
+		return eachRecord(w, parts, func(key, value []byte) error {
+			btreeSet(t, key, value)
+			return nil
+		})
 	})
 	if err != nil {
 		tb.Fatal(err)

@@ -175,6 +175,18 @@ func loadBadger(tb testing.TB, db *badger.DB, w *Workload, parts []partitionLoad
 	tb.Helper()
 	wb := db.NewWriteBatch()
 	defer wb.Cancel()
+	if err := eachRecord(w, parts, wb.Set); err != nil {
+		tb.Fatal(err)
+	}
+	if err := wb.Flush(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// eachRecord calls set with the key and record of every row of parts, each record with a
+// fresh Timestamp, recording ticks where asked; the baselines' loaders share it so that
+// every store holds the same bytes.
+func eachRecord(w *Workload, parts []partitionLoad, set func(key, value []byte) error) error {
 	rw := newRecordWriter()
 	var clock rawClock
 	for i := range parts {
@@ -185,14 +197,12 @@ func loadBadger(tb testing.TB, db *badger.DB, w *Workload, parts []partitionLoad
 				p.ticks[r-p.from] = ticks
 			}
 			key := entityKey(nil, p.tableID, p.pk, RowKey(p.prefix, r))
-			if err := wb.Set(key, rw.appendRecord(nil, ticks, w.Props(p.base+r))); err != nil {
-				tb.Fatal(err)
+			if err := set(key, rw.appendRecord(nil, ticks, w.Props(p.base+r))); err != nil {
+				return err
 			}
 		}
 	}
-	if err := wb.Flush(); err != nil {
-		tb.Fatal(err)
-	}
+	return nil
 }
 
 // Sizes of the shared read fixture.
