@@ -124,29 +124,44 @@ type partitionLoad struct {
 // goroutine per core, and records ETags where asked.
 func loadEngine(tb testing.TB, t *tabula.Table, w *Workload, parts []partitionLoad) {
 	tb.Helper()
+	loadParallel(tb, parts, func() func(p *partitionLoad) error {
+		actions := make([]tabula.Action, 0, tabula.MaxTransactionActions)
+		return func(p *partitionLoad) error {
+			for row := p.from; row < p.to; row += tabula.MaxTransactionActions {
+				end := min(row+tabula.MaxTransactionActions, p.to)
+				actions = actions[:0]
+				for r := row; r < end; r++ {
+					actions = append(actions, tabula.InsertAction(w.Entity(p.pk, RowKey(p.prefix, r), p.base+r)))
+				}
+				res, err := t.SubmitTransaction(ctx, actions)
+				if err != nil {
+					return err
+				}
+				if p.etags != nil {
+					for i, r := range res {
+						p.etags[row-p.from+i] = r.ETag
+					}
+				}
+			}
+			return nil
+		}
+	})
+}
+
+// loadParallel hands the partitions to one goroutine per core, each loading them with the
+// function newLoader gives it (with its own buffers), and fails tb at the first error.
+func loadParallel(tb testing.TB, parts []partitionLoad, newLoader func() func(p *partitionLoad) error) {
+	tb.Helper()
 	work := make(chan *partitionLoad)
 	errs := make(chan error, runtime.GOMAXPROCS(0))
 	var wg sync.WaitGroup
 	for range runtime.GOMAXPROCS(0) {
 		wg.Go(func() {
-			actions := make([]tabula.Action, 0, tabula.MaxTransactionActions)
+			load := newLoader()
 			for p := range work {
-				for row := p.from; row < p.to; row += tabula.MaxTransactionActions {
-					end := min(row+tabula.MaxTransactionActions, p.to)
-					actions = actions[:0]
-					for r := row; r < end; r++ {
-						actions = append(actions, tabula.InsertAction(w.Entity(p.pk, RowKey(p.prefix, r), p.base+r)))
-					}
-					res, err := t.SubmitTransaction(ctx, actions)
-					if err != nil {
-						errs <- err
-						return
-					}
-					if p.etags != nil {
-						for i, r := range res {
-							p.etags[row-p.from+i] = r.ETag
-						}
-					}
+				if err := load(p); err != nil {
+					errs <- err
+					return
 				}
 			}
 		})
