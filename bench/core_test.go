@@ -41,25 +41,31 @@ func BenchmarkPointGet(b *testing.B) {
 		b.Run(base.name, func(b *testing.B) {
 			// Mirrors Table.Get: a read-only transaction (the committed tree, in memory), one
 			// Get, and the whole record decoded.
-			b.ReportAllocs()
-			rr := newRecordReader()
-			var (
-				key []byte
-				rec rawRecord
-			)
-			n := 0
-			markCPU(b)
-			for b.Loop() {
-				k := fx.keys[n%len(fx.keys)]
-				key = entityKey(key[:0], spreadID, k.pk, k.rk)
-				if err := base.get(rr, key, &rec); err != nil {
-					b.Fatal(err)
-				}
-				n++
-			}
-			reportRate(b, n, "entities/s")
+			baseGets(b, base, fx.keys, "entities/s")
 		})
 	}
+}
+
+// baseGets reads the records of keys in turn from base, each decoded whole, and reports
+// their rate in unit.
+func baseGets(b *testing.B, base baseline, keys []keyPair, unit string) {
+	b.ReportAllocs()
+	rr := newRecordReader()
+	var (
+		key []byte
+		rec rawRecord
+	)
+	n := 0
+	markCPU(b)
+	for b.Loop() {
+		k := keys[n%len(keys)]
+		key = entityKey(key[:0], spreadID, k.pk, k.rk)
+		if err := base.get(rr, key, &rec); err != nil {
+			b.Fatal(err)
+		}
+		n++
+	}
+	reportRate(b, n, unit)
 }
 
 // rawGet reads and decodes one record in its own read-only transaction.

@@ -81,23 +81,7 @@ func benchQueryPoint(b *testing.B, fx *readFixture) {
 		b.Run(base.name, func(b *testing.B) {
 			// Mirrors a Point plan: one Get in a read-only transaction (on the committed tree,
 			// in memory), the record decoded.
-			b.ReportAllocs()
-			rr := newRecordReader()
-			var (
-				key []byte
-				rec rawRecord
-			)
-			n := 0
-			markCPU(b)
-			for b.Loop() {
-				k := fx.keys[n%len(filters)]
-				key = entityKey(key[:0], spreadID, k.pk, k.rk)
-				if err := base.get(rr, key, &rec); err != nil {
-					b.Fatal(err)
-				}
-				n++
-			}
-			reportRate(b, n, "scanned/s")
+			baseGets(b, base, fx.keys[:len(filters)], "scanned/s")
 		})
 	}
 }
