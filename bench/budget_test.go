@@ -8,7 +8,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -209,34 +208,8 @@ func measureBudgetLoad(b *testing.B, n int, open func(dir string) budgetStore) {
 // loadBudgetStore loads parts into s, one partition (one transaction) at a time from one
 // loader per core.
 func loadBudgetStore(b *testing.B, s budgetStore, w *Workload, parts []partitionLoad) {
-	work := make(chan *partitionLoad)
-	errs := make(chan error, runtime.GOMAXPROCS(0))
-	var wg sync.WaitGroup
-	for range runtime.GOMAXPROCS(0) {
-		wg.Go(func() {
-			rw := newRecordWriter()
-			for p := range work {
-				if err := s.load(w, p, rw); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	for i := range parts {
-		select {
-		case work <- &parts[i]:
-		case err := <-errs:
-			close(work)
-			wg.Wait()
-			b.Fatal(err)
-		}
-	}
-	close(work)
-	wg.Wait()
-	select {
-	case err := <-errs:
-		b.Fatal(err)
-	default:
-	}
+	loadParallel(b, parts, func() func(p *partitionLoad) error {
+		rw := newRecordWriter()
+		return func(p *partitionLoad) error { return s.load(w, p, rw) }
+	})
 }

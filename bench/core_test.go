@@ -37,48 +37,35 @@ func BenchmarkPointGet(b *testing.B) {
 		}
 		reportRate(b, n, "entities/s")
 	})
-	b.Run("badger", func(b *testing.B) {
-		// Mirrors Table.Get: a read-only transaction, one Get, and the whole record decoded.
-		b.ReportAllocs()
-		rr := newRecordReader()
-		var (
-			key []byte
-			rec rawRecord
-		)
-		n := 0
-		markCPU(b)
-		for b.Loop() {
-			k := fx.keys[n%len(fx.keys)]
-			key = entityKey(key[:0], spreadID, k.pk, k.rk)
-			if err := rawGet(fx.raw, rr, key, &rec); err != nil {
-				b.Fatal(err)
-			}
-			n++
-		}
-		reportRate(b, n, "entities/s")
-	})
-	if inMemory {
-		b.Run("btree", func(b *testing.B) {
-			// Mirrors Table.Get: the committed tree, one Get, the whole record decoded.
-			b.ReportAllocs()
-			rr := newRecordReader()
-			var (
-				key []byte
-				rec rawRecord
-			)
-			n := 0
-			markCPU(b)
-			for b.Loop() {
-				k := fx.keys[n%len(fx.keys)]
-				key = entityKey(key[:0], spreadID, k.pk, k.rk)
-				if err := btreeGetRecord(fx.bt, rr, key, &rec); err != nil {
-					b.Fatal(err)
-				}
-				n++
-			}
-			reportRate(b, n, "entities/s")
+	for _, base := range baselines(fx) {
+		b.Run(base.name, func(b *testing.B) {
+			// Mirrors Table.Get: a read-only transaction (the committed tree, in memory), one
+			// Get, and the whole record decoded.
+			baseGets(b, base, fx.keys, "entities/s")
 		})
 	}
+}
+
+// baseGets reads the records of keys in turn from base, each decoded whole, and reports
+// their rate in unit.
+func baseGets(b *testing.B, base baseline, keys []keyPair, unit string) {
+	b.ReportAllocs()
+	rr := newRecordReader()
+	var (
+		key []byte
+		rec rawRecord
+	)
+	n := 0
+	markCPU(b)
+	for b.Loop() {
+		k := keys[n%len(keys)]
+		key = entityKey(key[:0], spreadID, k.pk, k.rk)
+		if err := base.get(rr, key, &rec); err != nil {
+			b.Fatal(err)
+		}
+		n++
+	}
+	reportRate(b, n, unit)
 }
 
 // rawGet reads and decodes one record in its own read-only transaction.
@@ -112,32 +99,9 @@ func BenchmarkParallelGet(b *testing.B) {
 		})
 		reportRate(b, b.N, "entities/s")
 	})
-	b.Run("badger", func(b *testing.B) {
-		// Mirrors Table.Get from each goroutine, as in BenchmarkPointGet.
-		b.ReportAllocs()
-		b.ResetTimer()
-		markCPU(b)
-		b.RunParallel(func(pb *testing.PB) {
-			rr := newRecordReader()
-			var (
-				key []byte
-				rec rawRecord
-			)
-			i := rand.IntN(len(fx.keys))
-			for pb.Next() {
-				k := fx.keys[i%len(fx.keys)]
-				key = entityKey(key[:0], spreadID, k.pk, k.rk)
-				if err := rawGet(fx.raw, rr, key, &rec); err != nil {
-					b.Error(err)
-					return
-				}
-				i++
-			}
-		})
-		reportRate(b, b.N, "entities/s")
-	})
-	if inMemory {
-		b.Run("btree", func(b *testing.B) {
+	for _, base := range baselines(fx) {
+		b.Run(base.name, func(b *testing.B) {
+			// Mirrors Table.Get from each goroutine, as in BenchmarkPointGet.
 			b.ReportAllocs()
 			b.ResetTimer()
 			markCPU(b)
@@ -151,7 +115,7 @@ func BenchmarkParallelGet(b *testing.B) {
 				for pb.Next() {
 					k := fx.keys[i%len(fx.keys)]
 					key = entityKey(key[:0], spreadID, k.pk, k.rk)
-					if err := btreeGetRecord(fx.bt, rr, key, &rec); err != nil {
+					if err := base.get(rr, key, &rec); err != nil {
 						b.Error(err)
 						return
 					}
@@ -181,46 +145,25 @@ func BenchmarkInsert(b *testing.B) {
 		}
 		reportRate(b, n, "entities/s")
 	})
-	b.Run("badger", func(b *testing.B) {
-		// Mirrors Table.Insert: in one read-write transaction, check that the key is absent,
-		// then write the record with a fresh Timestamp.
-		b.ReportAllocs()
-		db := openBadger(b, b.TempDir())
-		rw := newRecordWriter()
-		var (
-			clock rawClock
-			key   []byte
-			value []byte
-		)
-		n := 0
-		markCPU(b)
-		for b.Loop() {
-			key = entityKey(key[:0], spreadID, pk, RowKey(prefix, n))
-			value = rw.appendRecord(value[:0], clock.next(), w.Props(n))
-			if err := db.Update(func(txn *badger.Txn) error { return rawInsert(txn, key, value) }); err != nil {
-				b.Fatal(err)
-			}
-			n++
-		}
-		reportRate(b, n, "entities/s")
-	})
-	if inMemory {
-		b.Run("btree", func(b *testing.B) {
-			// The same on the tree: a commit that checks the key is absent and writes.
+	for _, eb := range emptyBaselines() {
+		b.Run(eb.name, func(b *testing.B) {
+			// Mirrors Table.Insert: in one read-write transaction (one commit of the tree, in
+			// memory), check that the key is absent, then write the record with a fresh
+			// Timestamp.
 			b.ReportAllocs()
-			s := newBtreeStore()
+			base := eb.open(b)
 			rw := newRecordWriter()
 			var (
 				clock rawClock
-				key   []byte
-				value []byte
+				key   = make([][]byte, 1)
+				value = make([][]byte, 1)
 			)
 			n := 0
 			markCPU(b)
 			for b.Loop() {
-				key = entityKey(key[:0], spreadID, pk, RowKey(prefix, n))
-				value = rw.appendRecord(value[:0], clock.next(), w.Props(n))
-				if err := s.update(func(t *btreeTree) error { return btreeInsert(t, key, value) }); err != nil {
+				key[0] = entityKey(key[0][:0], spreadID, pk, RowKey(prefix, n))
+				value[0] = rw.appendRecord(value[0][:0], clock.next(), w.Props(n))
+				if err := base.insert(key, value); err != nil {
 					b.Fatal(err)
 				}
 				n++
@@ -270,63 +213,18 @@ func BenchmarkUpdateIfMatch(b *testing.B) {
 		}
 		reportRate(b, n, "entities/s")
 	})
-	b.Run("badger", func(b *testing.B) {
-		// Mirrors Table.Update in Replace mode with an ETag: in one read-write transaction,
-		// read the record, decode its Timestamp, compare it with the expected one, and write
-		// the new record with a fresh Timestamp.
-		b.ReportAllocs()
-		db := openBadger(b, b.TempDir())
-		for i := range parts {
-			parts[i].ticks = make([]int64, updateRowsPerPart)
-		}
-		loadBadger(b, db, w, parts)
-		rw, rr := newRecordWriter(), newRecordReader()
-		var (
-			clock rawClock
-			key   []byte
-			value []byte
-		)
-		n := 0
-		markCPU(b)
-		for b.Loop() {
-			j := order[n%len(order)]
-			p, r := &parts[j/updateRowsPerPart], j%updateRowsPerPart
-			key = entityKey(key[:0], spreadID, p.pk, RowKey(p.prefix, r))
-			var ticks int64
-			err := db.Update(func(txn *badger.Txn) error {
-				item, err := txn.Get(key)
-				if err != nil {
-					return err
-				}
-				var old int64
-				if err := item.Value(func(v []byte) (err error) { old, err = rr.ticks(v); return err }); err != nil {
-					return err
-				}
-				if old != p.ticks[r] {
-					return errETag
-				}
-				ticks = clock.next()
-				value = rw.appendRecord(value[:0], ticks, w.Props(j+n))
-				return txn.Set(key, value)
-			})
-			if err != nil {
-				b.Fatal(err)
-			}
-			p.ticks[r] = ticks
-			n++
-		}
-		reportRate(b, n, "entities/s")
-	})
-	if inMemory {
-		b.Run("btree", func(b *testing.B) {
-			// The same on the tree: in one commit, read the record, decode its Timestamp,
-			// compare it, and write the new record.
+	for _, eb := range emptyBaselines() {
+		b.Run(eb.name, func(b *testing.B) {
+			// Mirrors Table.Update in Replace mode with an ETag: in one read-write transaction
+			// (one commit of the tree, in memory), read the record, decode its Timestamp,
+			// compare it with the expected one, and write the new record with a fresh
+			// Timestamp.
 			b.ReportAllocs()
-			s := newBtreeStore()
+			base := eb.open(b)
 			for i := range parts {
 				parts[i].ticks = make([]int64, updateRowsPerPart)
 			}
-			loadBtree(b, s, w, parts)
+			base.load(b, w, parts)
 			rw, rr := newRecordWriter(), newRecordReader()
 			var (
 				clock rawClock
@@ -340,22 +238,10 @@ func BenchmarkUpdateIfMatch(b *testing.B) {
 				p, r := &parts[j/updateRowsPerPart], j%updateRowsPerPart
 				key = entityKey(key[:0], spreadID, p.pk, RowKey(p.prefix, r))
 				var ticks int64
-				err := s.update(func(t *btreeTree) error {
-					v, ok := btreeGet(t, key)
-					if !ok {
-						return errNotFound
-					}
-					old, err := rr.ticks(v)
-					if err != nil {
-						return err
-					}
-					if old != p.ticks[r] {
-						return errETag
-					}
+				err := base.replaceIf(key, rr, p.ticks[r], func() []byte {
 					ticks = clock.next()
 					value = rw.appendRecord(value[:0], ticks, w.Props(j+n))
-					btreeSet(t, key, value)
-					return nil
+					return value
 				})
 				if err != nil {
 					b.Fatal(err)
@@ -380,53 +266,17 @@ func BenchmarkBatchInsert(b *testing.B) {
 				markCPU(b)
 				transactionLoop(b, t, w, pk, prefix, size, func(b *testing.B, n int) { reportRate(b, n, "entities/s") })
 			})
-			b.Run("badger", func(b *testing.B) {
-				// Mirrors SubmitTransaction of N inserts: one read-write transaction in which
-				// every key is checked absent and its record written with its own Timestamp.
-				b.ReportAllocs()
-				db := openBadger(b, b.TempDir())
-				rw := newRecordWriter()
-				var (
-					clock rawClock
-					arena []byte // keys and values of one transaction, reused after its commit
-					keys  = make([][]byte, size)
-					vals  = make([][]byte, size)
-				)
-				n := 0
-				markCPU(b)
-				for b.Loop() {
-					arena = arena[:0]
-					for i := range size {
-						start := len(arena)
-						arena = entityKey(arena, spreadID, pk, RowKey(prefix, n+i))
-						mid := len(arena)
-						arena = rw.appendRecord(arena, clock.next(), w.Props(n+i))
-						keys[i], vals[i] = arena[start:mid:mid], arena[mid:len(arena):len(arena)]
-					}
-					err := db.Update(func(txn *badger.Txn) error {
-						for i := range size {
-							if err := rawInsert(txn, keys[i], vals[i]); err != nil {
-								return err
-							}
-						}
-						return nil
-					})
-					if err != nil {
-						b.Fatal(err)
-					}
-					n += size
-				}
-				reportRate(b, n, "entities/s")
-			})
-			if inMemory {
-				b.Run("btree", func(b *testing.B) {
-					// The same on the tree: one commit checking and writing N keys.
+			for _, eb := range emptyBaselines() {
+				b.Run(eb.name, func(b *testing.B) {
+					// Mirrors SubmitTransaction of N inserts: one read-write transaction (one
+					// commit of the tree, in memory) in which every key is checked absent and its
+					// record written with its own Timestamp.
 					b.ReportAllocs()
-					s := newBtreeStore()
+					base := eb.open(b)
 					rw := newRecordWriter()
 					var (
 						clock rawClock
-						arena []byte
+						arena []byte // keys and values of one transaction, reused after its commit
 						keys  = make([][]byte, size)
 						vals  = make([][]byte, size)
 					)
@@ -441,15 +291,7 @@ func BenchmarkBatchInsert(b *testing.B) {
 							arena = rw.appendRecord(arena, clock.next(), w.Props(n+i))
 							keys[i], vals[i] = arena[start:mid:mid], arena[mid:len(arena):len(arena)]
 						}
-						err := s.update(func(t *btreeTree) error {
-							for i := range size {
-								if err := btreeInsert(t, keys[i], vals[i]); err != nil {
-									return err
-								}
-							}
-							return nil
-						})
-						if err != nil {
+						if err := base.insert(keys, vals); err != nil {
 							b.Fatal(err)
 						}
 						n += size
@@ -487,37 +329,12 @@ func BenchmarkPartitionScan(b *testing.B) {
 		}
 		reportRate(b, n, "entities/s")
 	})
-	b.Run("badger", func(b *testing.B) {
-		// Mirrors one query page: in a read-only transaction, seek to the resume key, read
-		// 1,000 keys with their values, decode each key and record into the page, and keep
-		// the next key as the place to resume (the continuation token).
-		b.ReportAllocs()
-		prefix := partitionPrefix(nil, deepID, fx.deepPK)
-		page := make([]rawEntity, tabula.MaxEntitiesPerPage)
-		rr := newRecordReader()
-		resume := prefix
-		n := 0
-		markCPU(b)
-		for b.Loop() {
-			var next []byte
-			_, got, err := rawScan(fx.raw, prefix, resume, nil, page, rr, nil, &next)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if got != len(page) {
-				b.Fatalf("page of %d entities", got)
-			}
-			n += got
-			resume = next
-			if resume == nil {
-				resume = prefix
-			}
-		}
-		reportRate(b, n, "entities/s")
-	})
-	if inMemory {
-		b.Run("btree", func(b *testing.B) {
-			// The same page on the committed tree.
+	for _, base := range baselines(fx) {
+		b.Run(base.name, func(b *testing.B) {
+			// Mirrors one query page: in a read-only transaction (on the committed tree, in
+			// memory), seek to the resume key, read 1,000 keys with their values, decode each
+			// key and record into the page, and keep the next key as the place to resume (the
+			// continuation token).
 			b.ReportAllocs()
 			prefix := partitionPrefix(nil, deepID, fx.deepPK)
 			page := make([]rawEntity, tabula.MaxEntitiesPerPage)
@@ -527,7 +344,7 @@ func BenchmarkPartitionScan(b *testing.B) {
 			markCPU(b)
 			for b.Loop() {
 				var next []byte
-				_, got, err := btreeScan(fx.bt, prefix, resume, nil, page, rr, nil, &next)
+				_, got, err := base.scan(prefix, resume, nil, page, rr, nil, &next)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -619,36 +436,12 @@ func BenchmarkFullScanFilter(b *testing.B) {
 		}
 		reportRate(b, n, "entities/s")
 	})
-	b.Run("badger", func(b *testing.B) {
-		// Mirrors the full scan: iterate every key of the table with its value in pages of
-		// up to 1,000 matches, decode each record, evaluate the filter written by hand, and
-		// decode the keys of the matches into the page.
-		b.ReportAllocs()
-		prefix := tablePrefix(nil, spreadID)
-		page := make([]rawEntity, tabula.MaxEntitiesPerPage)
-		rr := newRecordReader()
-		match := func(_ []byte, r *rawRecord) bool { return r.matches(shape) }
-		n := 0
-		markCPU(b)
-		for b.Loop() {
-			matched := 0
-			for start := prefix; start != nil; {
-				_, got, err := rawScan(fx.raw, prefix, start, nil, page, rr, match, &start)
-				if err != nil {
-					b.Fatal(err)
-				}
-				matched += got
-			}
-			if matched != want {
-				b.Fatalf("matched %d, want %d", matched, want)
-			}
-			n += spreadPartitions * spreadRows
-		}
-		reportRate(b, n, "entities/s")
-	})
-	if inMemory {
-		b.Run("btree", func(b *testing.B) {
-			// The same scan on the committed tree, a snapshot per page.
+	for _, base := range baselines(fx) {
+		b.Run(base.name, func(b *testing.B) {
+			// Mirrors the full scan: iterate every key of the table with its value in pages of
+			// up to 1,000 matches (a snapshot of the tree per page, in memory), decode each
+			// record, evaluate the filter written by hand, and decode the keys of the matches
+			// into the page.
 			b.ReportAllocs()
 			prefix := tablePrefix(nil, spreadID)
 			page := make([]rawEntity, tabula.MaxEntitiesPerPage)
@@ -659,7 +452,7 @@ func BenchmarkFullScanFilter(b *testing.B) {
 			for b.Loop() {
 				matched := 0
 				for start := prefix; start != nil; {
-					_, got, err := btreeScan(fx.bt, prefix, start, nil, page, rr, match, &start)
+					_, got, err := base.scan(prefix, start, nil, page, rr, match, &start)
 					if err != nil {
 						b.Fatal(err)
 					}

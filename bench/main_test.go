@@ -124,29 +124,44 @@ type partitionLoad struct {
 // goroutine per core, and records ETags where asked.
 func loadEngine(tb testing.TB, t *tabula.Table, w *Workload, parts []partitionLoad) {
 	tb.Helper()
+	loadParallel(tb, parts, func() func(p *partitionLoad) error {
+		actions := make([]tabula.Action, 0, tabula.MaxTransactionActions)
+		return func(p *partitionLoad) error {
+			for row := p.from; row < p.to; row += tabula.MaxTransactionActions {
+				end := min(row+tabula.MaxTransactionActions, p.to)
+				actions = actions[:0]
+				for r := row; r < end; r++ {
+					actions = append(actions, tabula.InsertAction(w.Entity(p.pk, RowKey(p.prefix, r), p.base+r)))
+				}
+				res, err := t.SubmitTransaction(ctx, actions)
+				if err != nil {
+					return err
+				}
+				if p.etags != nil {
+					for i, r := range res {
+						p.etags[row-p.from+i] = r.ETag
+					}
+				}
+			}
+			return nil
+		}
+	})
+}
+
+// loadParallel hands the partitions to one goroutine per core, each loading them with the
+// function newLoader gives it (with its own buffers), and fails tb at the first error.
+func loadParallel(tb testing.TB, parts []partitionLoad, newLoader func() func(p *partitionLoad) error) {
+	tb.Helper()
 	work := make(chan *partitionLoad)
 	errs := make(chan error, runtime.GOMAXPROCS(0))
 	var wg sync.WaitGroup
 	for range runtime.GOMAXPROCS(0) {
 		wg.Go(func() {
-			actions := make([]tabula.Action, 0, tabula.MaxTransactionActions)
+			load := newLoader()
 			for p := range work {
-				for row := p.from; row < p.to; row += tabula.MaxTransactionActions {
-					end := min(row+tabula.MaxTransactionActions, p.to)
-					actions = actions[:0]
-					for r := row; r < end; r++ {
-						actions = append(actions, tabula.InsertAction(w.Entity(p.pk, RowKey(p.prefix, r), p.base+r)))
-					}
-					res, err := t.SubmitTransaction(ctx, actions)
-					if err != nil {
-						errs <- err
-						return
-					}
-					if p.etags != nil {
-						for i, r := range res {
-							p.etags[row-p.from+i] = r.ETag
-						}
-					}
+				if err := load(p); err != nil {
+					errs <- err
+					return
 				}
 			}
 		})
@@ -175,6 +190,18 @@ func loadBadger(tb testing.TB, db *badger.DB, w *Workload, parts []partitionLoad
 	tb.Helper()
 	wb := db.NewWriteBatch()
 	defer wb.Cancel()
+	if err := eachRecord(w, parts, wb.Set); err != nil {
+		tb.Fatal(err)
+	}
+	if err := wb.Flush(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// eachRecord calls set with the key and record of every row of parts, each record with a
+// fresh Timestamp, recording ticks where asked; the baselines' loaders share it so that
+// every store holds the same bytes.
+func eachRecord(w *Workload, parts []partitionLoad, set func(key, value []byte) error) error {
 	rw := newRecordWriter()
 	var clock rawClock
 	for i := range parts {
@@ -185,14 +212,12 @@ func loadBadger(tb testing.TB, db *badger.DB, w *Workload, parts []partitionLoad
 				p.ticks[r-p.from] = ticks
 			}
 			key := entityKey(nil, p.tableID, p.pk, RowKey(p.prefix, r))
-			if err := wb.Set(key, rw.appendRecord(nil, ticks, w.Props(p.base+r))); err != nil {
-				tb.Fatal(err)
+			if err := set(key, rw.appendRecord(nil, ticks, w.Props(p.base+r))); err != nil {
+				return err
 			}
 		}
 	}
-	if err := wb.Flush(); err != nil {
-		tb.Fatal(err)
-	}
+	return nil
 }
 
 // Sizes of the shared read fixture.

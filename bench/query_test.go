@@ -42,25 +42,12 @@ func runPages(b *testing.B, t *tabula.Table, q tabula.Query, kind tabula.PlanKin
 	}
 }
 
-// rawPages runs rawScan over [lower, upper) to the last page and returns the entities
-// scanned and kept.
-func rawPages(b *testing.B, fx *readFixture, prefix, lower, upper []byte, page []rawEntity, rr *recordReader,
+// basePages runs the baseline's scan over [lower, upper) to the last page and returns the
+// entities scanned and kept.
+func basePages(b *testing.B, base baseline, prefix, lower, upper []byte, page []rawEntity, rr *recordReader,
 	match func([]byte, *rawRecord) bool) (scanned, kept int) {
 	for start := lower; start != nil; {
-		s, k, err := rawScan(fx.raw, prefix, start, upper, page, rr, match, &start)
-		if err != nil {
-			b.Fatal(err)
-		}
-		scanned, kept = scanned+s, kept+k
-	}
-	return scanned, kept
-}
-
-// btreePages is rawPages on the in-memory baseline's tree.
-func btreePages(b *testing.B, fx *readFixture, prefix, lower, upper []byte, page []rawEntity, rr *recordReader,
-	match func([]byte, *rawRecord) bool) (scanned, kept int) {
-	for start := lower; start != nil; {
-		s, k, err := btreeScan(fx.bt, prefix, start, upper, page, rr, match, &start)
+		s, k, err := base.scan(prefix, start, upper, page, rr, match, &start)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -90,45 +77,11 @@ func benchQueryPoint(b *testing.B, fx *readFixture) {
 		}
 		reportRate(b, scanned, "scanned/s")
 	})
-	b.Run("badger", func(b *testing.B) {
-		// Mirrors a Point plan: one Get in a read-only transaction, the record decoded.
-		b.ReportAllocs()
-		rr := newRecordReader()
-		var (
-			key []byte
-			rec rawRecord
-		)
-		n := 0
-		markCPU(b)
-		for b.Loop() {
-			k := fx.keys[n%len(filters)]
-			key = entityKey(key[:0], spreadID, k.pk, k.rk)
-			if err := rawGet(fx.raw, rr, key, &rec); err != nil {
-				b.Fatal(err)
-			}
-			n++
-		}
-		reportRate(b, n, "scanned/s")
-	})
-	if inMemory {
-		b.Run("btree", func(b *testing.B) {
-			b.ReportAllocs()
-			rr := newRecordReader()
-			var (
-				key []byte
-				rec rawRecord
-			)
-			n := 0
-			markCPU(b)
-			for b.Loop() {
-				k := fx.keys[n%len(filters)]
-				key = entityKey(key[:0], spreadID, k.pk, k.rk)
-				if err := btreeGetRecord(fx.bt, rr, key, &rec); err != nil {
-					b.Fatal(err)
-				}
-				n++
-			}
-			reportRate(b, n, "scanned/s")
+	for _, base := range baselines(fx) {
+		b.Run(base.name, func(b *testing.B) {
+			// Mirrors a Point plan: one Get in a read-only transaction (on the committed tree,
+			// in memory), the record decoded.
+			baseGets(b, base, fx.keys[:len(filters)], "scanned/s")
 		})
 	}
 }
@@ -162,30 +115,10 @@ func benchQueryRowRange(b *testing.B, fx *readFixture) {
 		}
 		reportRate(b, scanned, "scanned/s")
 	})
-	b.Run("badger", func(b *testing.B) {
-		// Mirrors a bounded RowRange: iterate [lower, upper) of one partition with values,
-		// decode every key and record into the page.
-		b.ReportAllocs()
-		prefix := partitionPrefix(nil, deepID, fx.deepPK)
-		page := make([]rawEntity, tabula.MaxEntitiesPerPage)
-		rr := newRecordReader()
-		n, scanned := 0, 0
-		markCPU(b)
-		for b.Loop() {
-			lo, hi := bounds(windows[n%len(windows)])
-			lower := appendPart(slices.Clip(prefix), lo)
-			upper := appendPart(slices.Clip(prefix), hi)
-			s, k := rawPages(b, fx, prefix, lower, upper, page, rr, nil)
-			if s != rowWindow || k != rowWindow {
-				b.Fatalf("scanned %d and kept %d, want %d", s, k, rowWindow)
-			}
-			scanned += s
-			n++
-		}
-		reportRate(b, scanned, "scanned/s")
-	})
-	if inMemory {
-		b.Run("btree", func(b *testing.B) {
+	for _, base := range baselines(fx) {
+		b.Run(base.name, func(b *testing.B) {
+			// Mirrors a bounded RowRange: iterate [lower, upper) of one partition with values,
+			// decode every key and record into the page.
 			b.ReportAllocs()
 			prefix := partitionPrefix(nil, deepID, fx.deepPK)
 			page := make([]rawEntity, tabula.MaxEntitiesPerPage)
@@ -196,7 +129,7 @@ func benchQueryRowRange(b *testing.B, fx *readFixture) {
 				lo, hi := bounds(windows[n%len(windows)])
 				lower := appendPart(slices.Clip(prefix), lo)
 				upper := appendPart(slices.Clip(prefix), hi)
-				s, k := btreePages(b, fx, prefix, lower, upper, page, rr, nil)
+				s, k := basePages(b, base, prefix, lower, upper, page, rr, nil)
 				if s != rowWindow || k != rowWindow {
 					b.Fatalf("scanned %d and kept %d, want %d", s, k, rowWindow)
 				}
@@ -233,31 +166,11 @@ func benchQueryPartitionRange(b *testing.B, fx *readFixture) {
 		}
 		reportRate(b, scanned, "scanned/s")
 	})
-	b.Run("badger", func(b *testing.B) {
-		// Mirrors a PartitionRange: iterate [lower, upper) of the table page by page, the
-		// next page resuming at the key after the last one examined; decode every key and
-		// record into the page.
-		b.ReportAllocs()
-		prefix := tablePrefix(nil, spreadID)
-		page := make([]rawEntity, tabula.MaxEntitiesPerPage)
-		rr := newRecordReader()
-		n, scanned := 0, 0
-		markCPU(b)
-		for b.Loop() {
-			s := starts[n%len(starts)]
-			lower := appendPart(slices.Clip(prefix), sorted[s])
-			upper := appendPart(slices.Clip(prefix), sorted[s+span])
-			sc, k := rawPages(b, fx, prefix, lower, upper, page, rr, nil)
-			if sc != want || k != want {
-				b.Fatalf("scanned %d and kept %d, want %d", sc, k, want)
-			}
-			scanned += sc
-			n++
-		}
-		reportRate(b, scanned, "scanned/s")
-	})
-	if inMemory {
-		b.Run("btree", func(b *testing.B) {
+	for _, base := range baselines(fx) {
+		b.Run(base.name, func(b *testing.B) {
+			// Mirrors a PartitionRange: iterate [lower, upper) of the table page by page, the
+			// next page resuming at the key after the last one examined; decode every key and
+			// record into the page.
 			b.ReportAllocs()
 			prefix := tablePrefix(nil, spreadID)
 			page := make([]rawEntity, tabula.MaxEntitiesPerPage)
@@ -268,7 +181,7 @@ func benchQueryPartitionRange(b *testing.B, fx *readFixture) {
 				s := starts[n%len(starts)]
 				lower := appendPart(slices.Clip(prefix), sorted[s])
 				upper := appendPart(slices.Clip(prefix), sorted[s+span])
-				sc, k := btreePages(b, fx, prefix, lower, upper, page, rr, nil)
+				sc, k := basePages(b, base, prefix, lower, upper, page, rr, nil)
 				if sc != want || k != want {
 					b.Fatalf("scanned %d and kept %d, want %d", sc, k, want)
 				}
@@ -300,31 +213,11 @@ func benchQueryFullScan(b *testing.B, fx *readFixture) {
 		}
 		reportRate(b, scanned, "scanned/s")
 	})
-	b.Run("badger", func(b *testing.B) {
-		// Mirrors the FullScan: iterate the whole table with values, decode every record
-		// (the engine decodes records before evaluating any filter), decode the RowKey of
-		// every key and compare it with the bounds, and keep the matches.
-		b.ReportAllocs()
-		prefix := tablePrefix(nil, spreadID)
-		page := make([]rawEntity, tabula.MaxEntitiesPerPage)
-		rr := newRecordReader()
-		match := func(key []byte, _ *rawRecord) bool {
-			_, rk, err := splitKey(key)
-			return err == nil && rk >= lo && rk < hi
-		}
-		scanned := 0
-		markCPU(b)
-		for b.Loop() {
-			s, k := rawPages(b, fx, prefix, prefix, nil, page, rr, match)
-			if s != total || k != matches {
-				b.Fatalf("scanned %d and kept %d, want %d and %d", s, k, total, matches)
-			}
-			scanned += s
-		}
-		reportRate(b, scanned, "scanned/s")
-	})
-	if inMemory {
-		b.Run("btree", func(b *testing.B) {
+	for _, base := range baselines(fx) {
+		b.Run(base.name, func(b *testing.B) {
+			// Mirrors the FullScan: iterate the whole table with values, decode every record
+			// (the engine decodes records before evaluating any filter), decode the RowKey of
+			// every key and compare it with the bounds, and keep the matches.
 			b.ReportAllocs()
 			prefix := tablePrefix(nil, spreadID)
 			page := make([]rawEntity, tabula.MaxEntitiesPerPage)
@@ -336,7 +229,7 @@ func benchQueryFullScan(b *testing.B, fx *readFixture) {
 			scanned := 0
 			markCPU(b)
 			for b.Loop() {
-				s, k := btreePages(b, fx, prefix, prefix, nil, page, rr, match)
+				s, k := basePages(b, base, prefix, prefix, nil, page, rr, match)
 				if s != total || k != matches {
 					b.Fatalf("scanned %d and kept %d, want %d and %d", s, k, total, matches)
 				}
