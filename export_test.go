@@ -463,6 +463,18 @@ func TestImportEntityTwice(t *testing.T) {
 	}
 }
 
+// openOnDiskOrNot opens a database in a temporary directory, or in memory.
+func openOnDiskOrNot(t *testing.T, onDisk bool) *tabula.DB {
+	t.Helper()
+	open := func() (*tabula.DB, error) { return tabula.OpenInMemory(nil) }
+	if onDisk {
+		open = func() (*tabula.DB, error) { return tabula.Open(t.TempDir(), nil) }
+	}
+	db, err := open()
+	require.NoError(t, err)
+	return db
+}
+
 // generic hides the embedded engine, so that ExportService reads it through its TableAPI
 // (queries decoded into Entities) rather than through DB.Export's transcoder.
 type generic struct{ tabula.ServiceAPI }
@@ -473,16 +485,7 @@ type generic struct{ tabula.ServiceAPI }
 func TestExportMatchesGenericPath(t *testing.T) {
 	ctx := context.Background()
 	for _, onDisk := range []bool{false, true} {
-		var (
-			db  *tabula.DB
-			err error
-		)
-		if onDisk {
-			db, err = tabula.Open(t.TempDir(), nil)
-		} else {
-			db, err = tabula.OpenInMemory(nil)
-		}
-		require.NoError(t, err)
+		db := openOnDiskOrNot(t, onDisk)
 		seed(t, db)
 		fast := export(t, db, &tabula.ExportOptions{Namespaces: []string{""}})
 		var slow bytes.Buffer
@@ -499,21 +502,12 @@ func TestExportMatchesGenericPath(t *testing.T) {
 func TestExportIsOneInstant(t *testing.T) {
 	ctx := context.Background()
 	for _, onDisk := range []bool{false, true} {
-		var (
-			db  *tabula.DB
-			err error
-		)
-		if onDisk {
-			db, err = tabula.Open(t.TempDir(), nil)
-		} else {
-			db, err = tabula.OpenInMemory(nil)
-		}
-		require.NoError(t, err)
+		db := openOnDiskOrNot(t, onDisk)
 		seed(t, db)
 		before := export(t, db, nil)
 		var buf bytes.Buffer
 		wrote := false
-		err = db.Export(ctx, &buf, &tabula.ExportOptions{Progress: func(p tabula.Progress) error {
+		err := db.Export(ctx, &buf, &tabula.ExportOptions{Progress: func(p tabula.Progress) error {
 			if wrote {
 				return nil
 			}
