@@ -44,13 +44,7 @@ func BenchmarkServeMixedLoad(b *testing.B) {
 	if _, err := os.Stat("/proc/self/status"); err != nil {
 		b.Skip("no /proc here")
 	}
-	d := 2 * time.Second
-	if v := os.Getenv("TABULA_BENCH_MIXED"); v != "" {
-		var err error
-		if d, err = time.ParseDuration(v); err != nil || d <= 0 {
-			b.Fatalf("TABULA_BENCH_MIXED=%q: want a positive Go duration such as 60s", v)
-		}
-	}
+	d := envDuration(b, "TABULA_BENCH_MIXED", 2*time.Second)
 	bin := os.Getenv("TABULA_BENCH_SERVE_BIN")
 	if bin == "" {
 		bin = filepath.Join(b.TempDir(), "tabula")

@@ -36,13 +36,7 @@ import (
 //
 //	TABULA_BENCH_LOAD=1m go test ./bench -run '^$' -bench SlowBodyAttack -benchtime 1x
 func BenchmarkSlowBodyAttack(b *testing.B) {
-	d := 500 * time.Millisecond
-	if v := os.Getenv("TABULA_BENCH_LOAD"); v != "" {
-		var err error
-		if d, err = time.ParseDuration(v); err != nil || d <= 0 {
-			b.Fatalf("TABULA_BENCH_LOAD=%q: want a positive Go duration such as 1m", v)
-		}
-	}
+	d := envDuration(b, "TABULA_BENCH_LOAD", 500*time.Millisecond)
 	for _, attackers := range []int{0, server.DefaultMaxConnections / 2, slowBodyAttackers} {
 		b.Run("attackers="+strconv.Itoa(attackers), func(b *testing.B) {
 			for range b.N {
@@ -250,4 +244,18 @@ func slowBodyAttacker(ctx context.Context, addr string, st *attackStats, started
 			st.cut.Add(1)
 		}
 	}
+}
+
+// envDuration is the positive Go duration (such as 1m) in the environment variable name, or
+// def when it is unset.
+func envDuration(b *testing.B, name string, def time.Duration) time.Duration {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		b.Fatalf("%s=%q: want a positive Go duration such as 1m", name, v)
+	}
+	return d
 }
