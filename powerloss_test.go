@@ -45,13 +45,20 @@ import (
 const (
 	powerChildEnv  = "TABULA_POWER_CHILD"
 	powerPace      = 5 * time.Millisecond
-	powerPacedTxns = 200
+	powerPacedTxns = 600
+	powerFill      = 4000 // under the default budget's value threshold (storage.BadgerOptions)
 )
 
 // powerActions is transaction seq: crashActions, and every fourth one with an entity too
-// large for the store's LSM tree, whose value goes to its value log.
+// large for the store's LSM tree, whose value goes to its value log. Every entity carries
+// powerFill bytes more, still kept in the tree, so that Badger's memtables fill and are
+// written out as tables while the test runs: a table pointing at value-log bytes that no
+// fsync has made durable yet is what a power cut must not leave behind.
 func powerActions(seq int) []tabula.Action {
 	actions := crashActions(seq)
+	for _, a := range actions {
+		a.Entity.Properties["Fill"] = tabula.String(strings.Repeat("f", powerFill))
+	}
 	if seq%4 == 0 {
 		props := actions[0].Entity.Properties
 		for i := range 3 {

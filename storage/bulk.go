@@ -23,9 +23,10 @@ import (
 // failed Flush) leaves some committed and some not: the caller must be able to delete
 // the range (the import's staged table has a drop marker for that).
 type Bulk struct {
-	d   *DB
-	txn *badger.Txn // on disk: the transaction being filled, nil before the first Set
-	n   int         // writes in txn
+	d        *DB
+	txn      *badger.Txn // on disk: the transaction being filled, nil before the first Set
+	n        int         // writes in txn
+	valueLog bool        // a value in txn goes to the value log (see DB.commit)
 
 	// slots bounds the commits in flight, and so the memory they hold; done counts them.
 	slots chan struct{}
@@ -81,6 +82,7 @@ func (b *Bulk) Set(key, value []byte) error {
 		return fmt.Errorf("storage: set: %w", err)
 	}
 	b.n++
+	b.valueLog = b.valueLog || b.d.inValueLog(value)
 	return nil
 }
 
@@ -102,7 +104,7 @@ func (b *Bulk) Flush() error {
 func (b *Bulk) Cancel() {
 	if b.txn != nil {
 		b.txn.Discard()
-		b.txn, b.n = nil, 0
+		b.txn, b.n, b.valueLog = nil, 0, false
 	}
 	b.mem, b.memSize = nil, 0
 	b.done.Wait()
@@ -137,8 +139,8 @@ func (b *Bulk) failed() error {
 // and Badger's writer taking turns; one begun before does not, and reading nothing it
 // cannot conflict.
 func (b *Bulk) commit(next bool) error {
-	txn := b.txn
-	b.txn = nil
+	txn, valueLog := b.txn, b.valueLog
+	b.txn, b.valueLog = nil, false
 	if b.n == 0 {
 		txn.Discard()
 		return nil
@@ -155,36 +157,44 @@ func (b *Bulk) commit(next bool) error {
 		txn.Discard()
 		return d.space.refuse(err)
 	}
-	b.slots <- struct{}{}
-	b.done.Add(1)
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	if d.bdb.IsClosed() {
 		txn.Discard()
-		<-b.slots
-		b.done.Done()
 		return badger.ErrDBClosed
 	}
+	if valueLog && !d.sync {
+		// It must be made alone and synced (see DB.commit), so waiting is the only way.
+		b.fail(d.commit(txn, true))
+		return nil
+	}
+	b.slots <- struct{}{}
+	b.done.Add(1)
 	d.commits.RLock() // until Badger has written it (see syncLogs)
 	txn.CommitWith(func(err error) {
 		d.commits.RUnlock()
 		defer b.done.Done()
 		<-b.slots
-		if err == nil {
-			return
-		}
-		if errors.Is(err, badger.ErrTxnTooBig) {
-			err = ErrTooLarge
-		} else {
-			err = fmt.Errorf("storage: commit: %w", err)
-		}
-		b.mu.Lock()
-		if b.err == nil {
-			b.err = err
-		}
-		b.mu.Unlock()
+		b.fail(err)
 	})
 	return nil
+}
+
+// fail records the error of a commit, if it failed, as the Bulk's, unless one came first.
+func (b *Bulk) fail(err error) {
+	if err == nil {
+		return
+	}
+	if errors.Is(err, badger.ErrTxnTooBig) {
+		err = ErrTooLarge
+	} else {
+		err = fmt.Errorf("storage: commit: %w", err)
+	}
+	b.mu.Lock()
+	if b.err == nil {
+		b.err = err
+	}
+	b.mu.Unlock()
 }
 
 // applyMem applies the writes gathered in memory in one transaction.

@@ -186,9 +186,11 @@ func (d *DB) commitPrefix(batch []*groupReq) int {
 			limit = cut
 			continue
 		}
-		d.commits.RLock()
-		err := txn.Commit()
-		d.commits.RUnlock()
+		valueLog := false
+		for _, r := range batch[:limit] {
+			valueLog = valueLog || r.txn.valueLog
+		}
+		err := d.commit(txn, valueLog)
 		if errors.Is(err, badger.ErrConflict) {
 			// Groups commit one after the other, so nothing should conflict with one; if
 			// something did, every closure runs again on the data that won.

@@ -101,7 +101,8 @@ type DB struct {
 	group committer // the writes waiting for a group commit (see group.go)
 
 	// commits is read-locked around every commit to Badger, from its call until Badger has
-	// written it to its logs, and locked by syncLogs, which needs no commit in between.
+	// written it to its logs, and locked by syncLogs, which needs no commit in between, and
+	// by a commit that puts values in the value log (see commit).
 	commits sync.RWMutex
 
 	releaseLimit func() // stops counting the store in the Go memory limit (see HoldGoLimit)
@@ -274,6 +275,35 @@ func syncValueLogs(dir string) error {
 	return nil
 }
 
+// commit commits txn to Badger; valueLog says a value written in it is at least Badger's
+// value threshold, so goes to the value log with only a pointer in the LSM tree.
+//
+// Without SyncWrites, such a commit is made alone and every value log synced before any
+// other commit may start. Badger writes a memtable out as a table when a later commit finds
+// it full, and does not sync the value log first: a power cut soon after would leave a
+// durable table pointing at value-log bytes that never reached the disk, an entity that
+// cannot be read (Badger issue 2000, "Value missing after power failure"; the power-loss
+// test in the root package found it). A commit that finds the memtable full comes after
+// this one's sync, so every table points only at synced values. The price is an fsync for
+// each such commit, paid only by entities too large for the tree (see BadgerOptions).
+//
+// A failed sync does not fail the commit, which is made and visible: as after Badger's own
+// failed sync under SyncWrites, the background sync tries again.
+func (d *DB) commit(txn *badger.Txn, valueLog bool) error {
+	if !valueLog || d.sync {
+		d.commits.RLock()
+		defer d.commits.RUnlock()
+		return txn.Commit()
+	}
+	d.commits.Lock()
+	defer d.commits.Unlock()
+	if err := txn.Commit(); err != nil {
+		return err
+	}
+	_ = syncValueLogs(d.bo.ValueDir)
+	return nil
+}
+
 // Close flushes and closes the store.
 func (d *DB) Close() error {
 	if d.mem != nil {
@@ -361,9 +391,7 @@ func (d *DB) UpdateNow(fn func(*Txn) error) error {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	for range maxConflictRetries {
-		d.commits.RLock()
-		err := d.bdb.Update(func(t *badger.Txn) error { return fn(&Txn{t: t, db: d}) })
-		d.commits.RUnlock()
+		err := d.updateOnce(fn)
 		if errors.Is(err, badger.ErrTxnTooBig) {
 			return ErrTooLarge
 		}
@@ -374,6 +402,20 @@ func (d *DB) UpdateNow(fn func(*Txn) error) error {
 		runtime.Gosched()
 	}
 	return ErrContention
+}
+
+// updateOnce is badger.DB.Update, committed by commit.
+func (d *DB) updateOnce(fn func(*Txn) error) error {
+	if d.bdb.IsClosed() {
+		return badger.ErrDBClosed
+	}
+	txn := d.bdb.NewTransaction(true)
+	defer txn.Discard()
+	t := Txn{t: txn, db: d}
+	if err := fn(&t); err != nil {
+		return err
+	}
+	return d.commit(txn, t.valueLog)
 }
 
 // deleteChunk is how many keys DeleteRange removes per transaction: large enough to be
@@ -422,9 +464,11 @@ type Txn struct {
 	m  *memTxn // instead of t, in memory
 	db *DB
 	// writes counts the Sets and Deletes made, and tooBig says one was refused as making
-	// the transaction too large: a group commit needs both (see group.go).
-	writes int
-	tooBig bool
+	// the transaction too large: a group commit needs both (see group.go). valueLog says a
+	// value went to Badger's value log (see DB.commit).
+	writes   int
+	tooBig   bool
+	valueLog bool
 }
 
 // Get looks key up and, when present, calls fn with its value, which is valid only during fn.
@@ -459,7 +503,13 @@ func (t *Txn) Set(key, value []byte) error {
 		return fmt.Errorf("storage: set: %w", err)
 	}
 	t.writes++
+	t.valueLog = t.valueLog || t.db.inValueLog(value)
 	return nil
+}
+
+// inValueLog says Badger keeps value in its value log rather than in the LSM tree.
+func (d *DB) inValueLog(value []byte) bool {
+	return int64(len(value)) >= d.bo.ValueThreshold
 }
 
 // Delete removes key; deleting an absent key is not an error.
