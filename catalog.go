@@ -168,9 +168,9 @@ func (n *Namespace) DeleteTable(ctx context.Context, name string) error {
 // dropInBackground deletes a dropped table's entities and then its drop marker. A crash or
 // Close before it finishes leaves the marker, and the next Open finishes the job.
 func (db *DB) dropInBackground(id uint64) {
-	db.drops.Go(func() {
+	db.background.Go(func() {
 		lower, upper := tableBounds(id)
-		if err := db.store.DeleteRange(db.dropsCtx, lower, upper); err != nil {
+		if err := db.store.DeleteRange(db.backgroundCtx, lower, upper); err != nil {
 			return // the marker stays; the next Open retries
 		}
 		_ = db.store.Update(func(tx *storage.Txn) error { return tx.Delete(dropKey(id)) })

@@ -54,6 +54,15 @@ func (db *DB) Check(ctx context.Context) error {
 		empty      = true
 	)
 	useID := func(id uint64) { maxID = max(maxID, id) }
+	// The statistics compared at the end must hold the open tables' counts.
+	var waitErr error
+	db.open.m.Range(func(_, v any) bool {
+		waitErr = v.(*openTable).waitCounted(ctx)
+		return waitErr == nil
+	})
+	if waitErr != nil {
+		return waitErr
+	}
 	err := db.view(ctx, func(tx *storage.Txn) error {
 		it := tx.Scan(nil, nil)
 		defer it.Close()

@@ -46,11 +46,12 @@ type DB struct {
 	reservedTicks int64
 	clockSaved    bool
 
-	// drops tracks background deletions of dropped tables' data; Close stops and waits for
-	// them, and the next Open resumes what they left.
-	drops     sync.WaitGroup
-	stopDrops context.CancelFunc
-	dropsCtx  context.Context
+	// background tracks the work done in the background: deletions of dropped tables' data
+	// (the next Open resumes what they left) and the first counts of tables' statistics
+	// (see countInBackground). Close stops and waits for it.
+	background     sync.WaitGroup
+	stopBackground context.CancelFunc
+	backgroundCtx  context.Context
 
 	// snaps are the snapshots on disk not yet closed, which Close closes; snapMu guards
 	// it and orders taking a snapshot against Close.
@@ -149,7 +150,7 @@ func openOn(store *storage.DB, opts *Options, dir string, lastTicks *int64) (*DB
 	db.queries.boundaries.Store(o.BoundaryContinuations)
 	db.deleting.delay = max(o.TableDeleteDelay, 0)
 	db.flavor = flavor
-	db.dropsCtx, db.stopDrops = context.WithCancel(context.Background())
+	db.backgroundCtx, db.stopBackground = context.WithCancel(context.Background())
 	if lastTicks != nil {
 		db.lastTicks = *lastTicks
 	} else if err := db.openFormat(dir, o.Logger); err != nil {
@@ -175,8 +176,8 @@ func (db *DB) Close() error {
 		db.isClosed.Store(true)
 		db.snapMu.Unlock()
 		db.closeSnapshots()
-		db.stopDrops()
-		db.drops.Wait()
+		db.stopBackground()
+		db.background.Wait()
 		db.saveClock()
 		if err := db.store.Close(); err != nil {
 			db.closeErr = ErrInternal.WithDetail("%v", err)

@@ -12,8 +12,9 @@ import (
 // HeatReport reports what the simulated service saw: per table, its range partitions with
 // their entities, bytes, recent entities/s, throttled counts and splits, and the hottest
 // PartitionKeys; the figures a partition stress test examines. Stored entities and bytes
-// describe the data on disk, also right after a reopen: a table's are counted from disk when
-// it is first used after Open (a report uses them all), and kept up by every write since.
+// describe the data on disk, also right after a reopen: a table's are counted from disk, in
+// the background, from when it is first used after Open (a report uses them all and waits
+// for their counts), and kept up by every write since.
 func (db *DB) HeatReport() partition.Report {
 	// A table that cannot be counted now (a storage error) is left out of this report.
 	_ = db.resolveAll(context.Background(), nil)
@@ -32,10 +33,11 @@ type storedPartition struct {
 
 // countStored counts the entities and bytes a table holds, per PartitionKey, as writes count
 // them (key and encoded record). The heat report's range statistics live in memory and are
-// kept up by every write; a table's first use after Open starts them from this count, so
-// that they describe the data and not only what changed since Open (which, after deleting
-// stored entities, went negative). It reads every key of the table once, values in Badger's
-// LSM tree being read in place, and stops when ctx ends.
+// kept up by every write; a table's first use after Open adds this count to them, in the
+// background (see countInBackground), so that they describe the data and not only what
+// changed since Open (which, after deleting stored entities, went negative). It reads every
+// key of the table once, values in Badger's LSM tree being read in place, and stops when
+// ctx ends.
 func countStored(ctx context.Context, tx *storage.Txn, id uint64) ([]storedPartition, error) {
 	lower, upper := tableBounds(id)
 	it := tx.Scan(lower, upper)
@@ -116,7 +118,14 @@ func (db *DB) resolveAll(ctx context.Context, only *string) error {
 	}
 	for _, t := range tables {
 		// A table deleted meanwhile is simply left out.
-		if _, err := db.resolve(ctx, t.ns, t.name); err != nil && !errors.Is(err, ErrTableNotFound) {
+		ot, err := db.resolve(ctx, t.ns, t.name)
+		if errors.Is(err, ErrTableNotFound) {
+			continue
+		}
+		if err == nil {
+			err = ot.waitCounted(ctx)
+		}
+		if err != nil {
 			return err
 		}
 	}

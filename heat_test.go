@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -52,4 +53,50 @@ func TestHeatReportAfterReopen(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, db.Table("Heat").Delete(ctx, "p0", "2", AnyETag))
 	assert.EqualValues(t, 2, db.HeatReport().Entities)
+}
+
+// A table's first use after its database opens does not wait for the count of what it holds,
+// which reads every key: here the count is held up (the snapshot's statistics cache, which
+// counts for every database opened from it, is locked), and reads and writes still go on.
+// Writes made meanwhile are counted once: the count is of the data as the table was first
+// used, and each write after adds itself.
+func TestFirstUseDoesNotWaitForCount(t *testing.T) {
+	ctx := context.Background()
+	src, err := OpenInMemory(nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, src.Close()) })
+	tbl := createTable(t, src, "Heat")
+	for i := range 5 {
+		_, err := tbl.Insert(ctx, Entity{PartitionKey: "p", RowKey: fmt.Sprint(i)})
+		require.NoError(t, err)
+	}
+	snap, err := src.Snapshot(ctx)
+	require.NoError(t, err)
+	db, err := snap.Open(nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, db.Close()) })
+
+	snap.statsMu.Lock()
+	done := make(chan error, 1)
+	go func() {
+		clone := db.Table("Heat")
+		if _, err := clone.Get(ctx, "p", "0"); err != nil {
+			done <- err
+			return
+		}
+		_, err := clone.Insert(ctx, Entity{PartitionKey: "p", RowKey: "new"})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(time.Minute): // a hang, not a wait for behaviour
+		snap.statsMu.Unlock()
+		t.Fatal("the first read and write of the table waited for its count")
+	}
+	reported := make(chan int64, 1)
+	go func() { reported <- db.HeatReport().Entities }()
+	snap.statsMu.Unlock()
+	assert.EqualValues(t, 6, <-reported, "the 5 counted, and the one written meanwhile")
+	require.NoError(t, db.Check(ctx))
 }

@@ -41,7 +41,7 @@ func inOrder(i int) string { return fmt.Sprintf("r%06d", i) }
 // failed imports are done.
 func entityKeys(t *testing.T, db *DB) int {
 	t.Helper()
-	db.drops.Wait()
+	db.background.Wait()
 	n := 0
 	require.NoError(t, db.store.View(func(tx *storage.Txn) error {
 		it := tx.Scan([]byte{prefixEntity}, []byte{prefixEntity + 1})

@@ -26,6 +26,9 @@ import (
 type openTable struct {
 	rec     tableRecord
 	service *partition.Table
+	// counted is closed once what the table held when it was resolved has been added to
+	// service's statistics (see countStored), or the count was given up (Close).
+	counted chan struct{}
 
 	dropped atomic.Bool  // set by DeleteTable, holding mu
 	mu      sync.RWMutex // read-locked by writes; DeleteTable waits on it before dropping data
@@ -100,16 +103,9 @@ func (db *DB) resolve(ctx context.Context, ns, name string) (*openTable, error) 
 			// Being dropped: DeleteTable has taken it out of the map already.
 		}
 		gen := db.open.gen.Load()
-		var (
-			rec    tableRecord
-			stored []storedPartition
-		)
+		var rec tableRecord
 		err := db.view(ctx, func(tx *storage.Txn) (err error) {
-			if rec, err = lookupTableIn(tx, ns, name); err != nil {
-				return err
-			}
-			// In the same snapshot: no write reaches the table before it is cached.
-			stored, err = db.storedStats(ctx, tx, rec.ID)
+			rec, err = lookupTableIn(tx, ns, name)
 			return err
 		})
 		if err != nil {
@@ -121,15 +117,54 @@ func (db *DB) resolve(ctx context.Context, ns, name string) (*openTable, error) 
 			return nil, err
 		}
 		db.open.mu.Lock()
-		if db.open.gen.Load() == gen {
-			ot := &openTable{rec: rec, service: db.service.Table(ns, serviceTableName(ns, rec.Name))}
-			if _, loaded := db.open.m.LoadOrStore(key, ot); !loaded {
-				for _, p := range stored {
-					ot.service.RecordWrite(p.pk, p.entities, p.bytes)
-				}
-			}
+		if _, cached := db.open.m.Load(key); !cached && db.open.gen.Load() == gen {
+			ot := &openTable{rec: rec, service: db.service.Table(ns, serviceTableName(ns, rec.Name)),
+				counted: make(chan struct{})}
+			// The count's snapshot is taken before the table is cached, so before any write
+			// reaches the table: each write is counted once, by the count or as it is made.
+			db.countInBackground(ot)
+			db.open.m.Store(key, ot)
 		}
 		db.open.mu.Unlock()
+	}
+}
+
+// countInBackground adds what ot's table holds to its statistics, counted in a snapshot taken
+// before it returns. The count reads every key of the table (see countStored), so it runs
+// in the background: the request that first uses a table after Open costs what its own
+// work costs, not a read of the whole table. What reports the statistics (HeatReport,
+// Check) waits for it (see openTable.waitCounted); Close gives it up.
+//
+// The caller holds db.open.mu, which Restore holds while it replaces backgroundCtx.
+func (db *DB) countInBackground(ot *openTable) {
+	ctx := db.backgroundCtx
+	taken := make(chan struct{})
+	snapshotTaken := sync.OnceFunc(func() { close(taken) })
+	db.background.Go(func() {
+		defer close(ot.counted)
+		defer snapshotTaken() // also when the snapshot could not be had
+		_ = db.store.View(func(tx *storage.Txn) error {
+			snapshotTaken()
+			stored, err := db.storedStats(ctx, tx, ot.rec.ID)
+			if err != nil {
+				return err // left uncounted, as when HeatReport could not count it
+			}
+			for _, p := range stored {
+				ot.service.RecordWrite(p.pk, p.entities, p.bytes)
+			}
+			return nil
+		})
+	})
+	<-taken
+}
+
+// waitCounted waits until the table's count has been added to its statistics, or ctx ends.
+func (ot *openTable) waitCounted(ctx context.Context) error {
+	select {
+	case <-ot.counted:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

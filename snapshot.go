@@ -150,15 +150,16 @@ func (db *DB) Restore(ctx context.Context, s *Snapshot) error {
 	if db.closed() {
 		return ErrInternal.WithDetail("the database is closed")
 	}
-	// Dropping a table deleted since the snapshot would delete it from the restored data.
-	db.stopDrops()
-	db.drops.Wait()
-	db.dropsCtx, db.stopDrops = context.WithCancel(context.Background())
-
 	// Every open table goes, as DeleteTable's does: writes under way end first, and later
 	// ones resolve their table again, in the restored catalog. A resolution that raced the
 	// restore sees gen move and reads the catalog again.
 	db.open.mu.Lock()
+	// Dropping a table deleted since the snapshot would delete it from the restored data,
+	// and counts of the tables going are of no use. Under open.mu, so that no resolution
+	// starts a count meanwhile (see countInBackground).
+	db.stopBackground()
+	db.background.Wait()
+	db.backgroundCtx, db.stopBackground = context.WithCancel(context.Background())
 	db.open.gen.Add(1)
 	var keys []string
 	db.open.m.Range(func(k, _ any) bool {

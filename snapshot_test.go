@@ -58,7 +58,7 @@ func seedForSnapshot(t *testing.T, db *DB) {
 	_, err := db.CreateTable(ctx, "Gone")
 	require.NoError(t, err)
 	require.NoError(t, db.DeleteTable(ctx, "Gone"))
-	db.drops.Wait() // its data dropped, not still dropping
+	db.background.Wait() // its data dropped, not still dropping
 }
 
 func TestSnapshotOpenCopiesEverything(t *testing.T) {
@@ -369,7 +369,7 @@ func TestSnapshotConcurrentClones(t *testing.T) {
 		}
 	})
 	wg.Wait()
-	src.drops.Wait()
+	src.background.Wait()
 	require.NoError(t, src.Check(ctx))
 	require.NoError(t, src.Restore(ctx, snap))
 	assert.Equal(t, want, rawStore(t, src))

@@ -444,7 +444,7 @@ func TestDeletedTableDataIsDropped(t *testing.T) {
 		return err
 	}))
 	// Stop the background drop before it starts, as a crash would, and leave its marker.
-	db.stopDrops()
+	db.stopBackground()
 	require.NoError(t, db.DeleteTable(ctx, "Doomed"))
 	require.NoError(t, db.Close())
 	lower, upper := tableBounds(id)
@@ -452,7 +452,7 @@ func TestDeletedTableDataIsDropped(t *testing.T) {
 
 	db, err = Open(dir, nil)
 	require.NoError(t, err)
-	db.drops.Wait()
+	db.background.Wait()
 	require.NoError(t, db.Close())
 	assert.Zero(t, countKeys(t, dir, lower, upper))
 	assert.Zero(t, countKeys(t, dir, dropKey(id), storage.SuccessorOf(dropKey(id))), "the marker goes with the data")
@@ -520,7 +520,7 @@ func TestDeleteTableRacesOperations(t *testing.T) {
 	}
 	close(stop)
 	wg.Wait()
-	db.drops.Wait()
+	db.background.Wait()
 
 	var live uint64
 	require.NoError(t, db.view(ctx, func(tx *storage.Txn) error {
