@@ -64,17 +64,18 @@ type committer struct {
 const gatherRounds = 8
 
 // gather runs when a writer is handed the lead, so other writers are about: it yields, to let
-// those just woken by the last group queue their next writes, until as many are queued as
-// were waiting when the last group ended plus the last group's own writers (want), or
+// those just woken by the last group queue their next writes, until want are queued or
 // gatherRounds have passed. A round costs a pass of the scheduler; a group that could have
 // been one fewer costs a commit (under SyncWrites, an fsync of hundreds of microseconds).
+// Without SyncWrites, want is as many as the last group held.
 //
-// Under SyncWrites the first writer back after a group of several, finding no leader,
-// gathers too. Without that, it led a group of one or two, and the others the next group:
-// with 16 writers, groups held 8.5 writes on average, alternating about 15 and 2; with it,
-// 13.5, and BenchmarkConcurrentInsert/sync=true/goroutines=16 wrote 15-25% more (four
-// alternating runs). Without SyncWrites a commit is cheap, and the wait cost more than it
-// saved (about 10% fewer writes).
+// Under SyncWrites, want is as many as were waiting when the last group ended plus the last
+// group's own writers, and the first writer back after a group of several, finding no
+// leader, gathers too. Without that, it led a group of one or two, and the others the next
+// group: with 16 writers, groups held 8.5 writes on average, alternating about 15 and 2;
+// with it, 13.5, and BenchmarkConcurrentInsert/sync=true/goroutines=16 wrote 15-25% more
+// (four alternating runs). Without SyncWrites a commit is cheap, and the longer wait cost
+// more than it saved (about 10% fewer writes).
 func (d *DB) gather() {
 	c := &d.group
 	c.mu.Lock()
@@ -144,8 +145,11 @@ func (d *DB) lead(own *groupReq) {
 	}
 	d.mu.RUnlock()
 	c.mu.Lock()
-	// This group's writers are likely to write again: the next group waits for them too.
-	c.want = min(len(c.queue)+n, maxGroup)
+	c.want = n
+	if d.sync {
+		// This group's writers are likely to write again: the next group waits for them too.
+		c.want = min(len(c.queue)+n, maxGroup)
+	}
 	c.mu.Unlock()
 	for _, r := range batch {
 		if r != own {
