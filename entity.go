@@ -376,8 +376,12 @@ type ETag string
 // condition means the same, as in the official SDKs.
 const AnyETag ETag = "*"
 
+// maxETagLen is the length of the longest ETag etagOf writes (a Timestamp with all seven
+// fraction digits), for a buffer that holds one.
+const maxETagLen = len(`W/"datetime'2022-03-01T20%3A40%3A24.4317535Z'"`)
+
 func etagOf(ticks int64) ETag {
-	var buf [48]byte
+	var buf [maxETagLen]byte
 	return ETag(wire.AppendETag(buf[:0], ticks)) // the one allocation
 }
 

@@ -84,31 +84,33 @@ func (db *DB) cacheFilter(filter string, c *compiledFilter) {
 	db.filterBytes += cost
 }
 
-func (db *DB) prepare(ns string, q Query) (*preparedQuery, error) {
+// prepare returns the query ready to run; by value, so that a point query need not allocate
+// it.
+func (db *DB) prepare(ns string, q Query) (preparedQuery, error) {
 	top := q.Top
 	if top < 0 || top > MaxEntitiesPerPage {
-		return nil, ErrInvalidInput.WithDetail("top is %d; it must be 1 to %d", top, MaxEntitiesPerPage)
+		return preparedQuery{}, ErrInvalidInput.WithDetail("top is %d; it must be 1 to %d", top, MaxEntitiesPerPage)
 	}
 	if top == 0 {
 		top = MaxEntitiesPerPage
 	}
 	c, err := db.compile(q.Filter)
 	if err != nil {
-		return nil, err
+		return preparedQuery{}, err
 	}
 	keep, err := selection(q.Select)
 	if err != nil {
-		return nil, err
+		return preparedQuery{}, err
 	}
 	switches := db.switches(ns)
 	if switches.forbidFullScans.Load() && c.plan.ServiceKind == PlanFullScan {
-		return nil, ErrFullScanForbidden.WithDetail("filter %q scans the whole table on the service; constrain PartitionKey", q.Filter)
+		return preparedQuery{}, ErrFullScanForbidden.WithDetail("filter %q scans the whole table on the service; constrain PartitionKey", q.Filter)
 	}
 	full := PageEndTop
 	if q.Top == 0 || q.Top == MaxEntitiesPerPage {
 		full = PageEndMaxEntities
 	}
-	return &preparedQuery{filter: c, plan: c.plan, keep: keep, top: top, full: full, budget: db.queryBudget, switches: switches}, nil
+	return preparedQuery{filter: c, plan: c.plan, keep: keep, top: top, full: full, budget: db.queryBudget, switches: switches}, nil
 }
 
 // parseFilter parses a $filter and maps the parser's errors to the service's.
