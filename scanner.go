@@ -176,7 +176,15 @@ func (s *scanner) run(tx *storage.Txn) error {
 // not copy their strings.
 func (s *scanner) decodeRecord(value []byte) (err error) {
 	if s.p.filter.exact {
-		s.rec.ticks, err = s.dec.each(value, nil, s.rec.add)
+		// Every entity in an exact filter's ranges is returned: decode it straight into its
+		// Properties, skipping the properties $select leaves out.
+		n, err := s.dec.count(value)
+		if err != nil {
+			s.matched = false
+			return err
+		}
+		s.rec.props = make(Properties, n)
+		s.rec.ticks, err = s.dec.decode(value, s.p.keep, s.rec.props)
 		s.matched = err == nil
 		return err
 	}
@@ -346,6 +354,9 @@ type scanRecord struct {
 	names  []string
 	values []odata.Value
 	add    func(name string, v odata.Value)
+	// props holds the properties instead of names and values when the filter is exact
+	// (see scanner.decodeRecord); the entity takes it.
+	props Properties
 }
 
 func (r *scanRecord) init() {
@@ -356,7 +367,7 @@ func (r *scanRecord) init() {
 }
 
 func (r *scanRecord) reset(key []byte) {
-	r.key, r.keys, r.rkView = key, false, false
+	r.key, r.keys, r.rkView, r.props = key, false, false, nil
 	r.names, r.values = r.names[:0], r.values[:0]
 }
 
@@ -437,8 +448,12 @@ func (r *scanRecord) entity(keep func(string) bool) (Entity, error) {
 		rk = unsafe.String(unsafe.SliceData(buf), rkLen)
 	}
 	e := Entity{PartitionKey: r.pk, RowKey: rk, Timestamp: timeOfTicks(r.ticks),
-		ETag:       ETag(unsafe.String(unsafe.SliceData(buf[rkLen:]), len(buf)-rkLen)),
-		Properties: make(Properties, len(r.names))}
+		ETag: ETag(unsafe.String(unsafe.SliceData(buf[rkLen:]), len(buf)-rkLen)), Properties: r.props}
+	if r.props != nil {
+		r.props = nil // the entity's now
+		return e, nil
+	}
+	e.Properties = make(Properties, len(r.names))
 	for i, name := range r.names {
 		if keep == nil || keep(name) {
 			e.Properties[name] = propertyOf(r.values[i])
