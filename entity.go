@@ -231,6 +231,23 @@ func sortedNames(p Properties) []string {
 // validateKey applies the PartitionKey and RowKey rules (valid UTF-8, at most 1,024 UTF-16
 // code units, none of / \ # ? or control characters) and returns the key's length.
 func validateKey(field, key string) (int, error) {
+	// Most keys are short and ASCII: one pass over them shows they are valid UTF-8, one UTF-16
+	// code unit per byte, and free of forbidden characters. Any other key, valid or not, takes
+	// the full checks, which also word the errors.
+	if len(key) <= MaxKeyLength {
+		plain := true
+		for i := 0; i < len(key) && plain; i++ {
+			c := key[i]
+			plain = c >= 0x20 && c < 0x7F && c != '/' && c != '\\' && c != '#' && c != '?'
+		}
+		if plain {
+			return len(key), nil
+		}
+	}
+	return validateKeyFully(field, key)
+}
+
+func validateKeyFully(field, key string) (int, error) {
 	if !utf8.ValidString(key) {
 		return 0, ErrInvalidInput.WithDetail("%s is not valid UTF-8", field)
 	}
@@ -376,8 +393,12 @@ type ETag string
 // condition means the same, as in the official SDKs.
 const AnyETag ETag = "*"
 
+// maxETagLen is the length of the longest ETag etagOf writes (a Timestamp with all seven
+// fraction digits), for a buffer that holds one.
+const maxETagLen = len(`W/"datetime'2022-03-01T20%3A40%3A24.4317535Z'"`)
+
 func etagOf(ticks int64) ETag {
-	var buf [48]byte
+	var buf [maxETagLen]byte
 	return ETag(wire.AppendETag(buf[:0], ticks)) // the one allocation
 }
 
@@ -400,7 +421,7 @@ func (e ETag) ticks() (int64, error) {
 // UpdateConditionNotSatisfied. A strong tag ("…"), or a value that is not an entity tag at
 // all, is InvalidInput.
 func (e ETag) check() error {
-	if _, ok := wire.IfMatch(string(e)); ok || e == "" {
+	if _, ok := e.weak(); ok || e == "" {
 		return nil
 	}
 	return ErrInvalidInput.WithDetail("etag %q is neither * nor a weak entity tag such as W/\"datetime'…'\"", string(e))
@@ -418,7 +439,23 @@ func (e ETag) matches(ticks int64) bool {
 	if e == "" || e == AnyETag {
 		return true
 	}
-	weak, _ := wire.IfMatch(string(e))
+	// The usual condition is the ETag Tabula returned, byte for byte: comparing it with the
+	// one ticks would give saves parsing it inside the write's transaction. Any other
+	// spelling of the same time (w/, ':' for %3A, fewer digits) is parsed.
+	var buf [maxETagLen]byte
+	if string(wire.AppendETag(buf[:0], ticks)) == string(e) {
+		return true
+	}
+	weak, _ := e.weak()
 	t, err := ETag(weak).ticks()
 	return err == nil && t == ticks
+}
+
+// weak is wire.IfMatch, without the copy its upper-casing of the W makes when the W is
+// already upper-case, as in every ETag Tabula returns.
+func (e ETag) weak() (string, bool) {
+	if len(e) >= 3 && e[0] == 'W' && e[1] == '/' && e[2] == '"' {
+		return string(e), wire.IsEntityTag(string(e[2:]))
+	}
+	return wire.IfMatch(string(e))
 }

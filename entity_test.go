@@ -215,6 +215,14 @@ func TestETagFormat(t *testing.T) {
 	lower := ETag(`w/"datetime'2022-03-01T20%3A40%3A24.4317535Z'"`)
 	assert.NoError(t, lower.check())
 	assert.True(t, lower.matches(ticksOf(ts)))
+	// Tabula's own form matches its version and no other; so do its other spellings.
+	assert.True(t, etagOf(ticksOf(ts)).matches(ticksOf(ts)))
+	assert.False(t, etagOf(ticksOf(ts)).matches(ticksOf(ts)+1))
+	assert.False(t, etagOf(ticksOf(ts)+1).matches(ticksOf(ts)))
+	colons := ETag(`W/"datetime'2022-03-01T20:40:24.4317535Z'"`)
+	assert.True(t, colons.matches(ticksOf(ts)))
+	assert.False(t, colons.matches(ticksOf(ts)+1))
+	assert.True(t, ETag(`W/"datetime'2022-03-01T20%3A40%3A24.43175350Z'"`).matches(ticksOf(ts)), "a trailing zero")
 	assert.NoError(t, AnyETag.check())
 	assert.NoError(t, ETag("").check())
 }
@@ -272,5 +280,20 @@ func TestETagIsEntityTag(t *testing.T) {
 		`"`:         false,
 	} {
 		assert.Equal(t, want, tag.IsEntityTag(), "%s", tag)
+	}
+}
+
+// validateKey's pass for plain ASCII keys agrees with the full checks, byte by byte and at
+// the length limit.
+func TestValidateKeyShortcutAgrees(t *testing.T) {
+	keys := []string{"", strings.Repeat("k", MaxKeyLength), strings.Repeat("k", MaxKeyLength+1), "é", "\u0085"}
+	for c := range 256 {
+		keys = append(keys, "a"+string([]byte{byte(c)})+"b")
+	}
+	for _, k := range keys {
+		n, err := validateKey(propRowKey, k)
+		wantN, wantErr := validateKeyFully(propRowKey, k)
+		assert.Equal(t, wantN, n, "%q", k)
+		assert.Equal(t, wantErr, err, "%q", k)
 	}
 }

@@ -84,32 +84,71 @@ func (db *DB) cacheFilter(filter string, c *compiledFilter) {
 	db.filterBytes += cost
 }
 
-func (db *DB) prepare(ns string, q Query) (*preparedQuery, error) {
+// prepare returns the query ready to run; by value, so that a point query need not allocate
+// it.
+func (db *DB) prepare(ns string, q Query) (preparedQuery, error) {
 	top := q.Top
 	if top < 0 || top > MaxEntitiesPerPage {
-		return nil, ErrInvalidInput.WithDetail("top is %d; it must be 1 to %d", top, MaxEntitiesPerPage)
+		return preparedQuery{}, ErrInvalidInput.WithDetail("top is %d; it must be 1 to %d", top, MaxEntitiesPerPage)
 	}
 	if top == 0 {
 		top = MaxEntitiesPerPage
 	}
-	c, err := db.compile(q.Filter)
-	if err != nil {
-		return nil, err
+	c, plan := pointFilterCompiled, Plan{}
+	if pk, rk, ok := pointFilter(q.Filter); ok {
+		point := func(v string) odata.Bound { return odata.Bound{Value: v, Inclusive: true, Bounded: true} }
+		plan = Plan{Kind: PlanPoint, ServiceKind: PlanPoint, Ranges: []odata.KeyRange{{
+			PartitionKeyLow: point(pk), PartitionKeyHigh: point(pk), RowKeyLow: point(rk), RowKeyHigh: point(rk)}}}
+	} else {
+		var err error
+		if c, err = db.compile(q.Filter); err != nil {
+			return preparedQuery{}, err
+		}
+		plan = c.plan
 	}
 	keep, err := selection(q.Select)
 	if err != nil {
-		return nil, err
+		return preparedQuery{}, err
 	}
 	switches := db.switches(ns)
 	if switches.forbidFullScans.Load() && c.plan.ServiceKind == PlanFullScan {
-		return nil, ErrFullScanForbidden.WithDetail("filter %q scans the whole table on the service; constrain PartitionKey", q.Filter)
+		return preparedQuery{}, ErrFullScanForbidden.WithDetail("filter %q scans the whole table on the service; constrain PartitionKey", q.Filter)
 	}
 	full := PageEndTop
 	if q.Top == 0 || q.Top == MaxEntitiesPerPage {
 		full = PageEndMaxEntities
 	}
-	return &preparedQuery{filter: c, plan: c.plan, keep: keep, top: top, full: full, budget: db.queryBudget, switches: switches}, nil
+	return preparedQuery{filter: c, plan: plan, keep: keep, top: top, full: full, budget: db.queryBudget, switches: switches}, nil
 }
+
+// pointFilter recognizes the filter of a point query as clients write it,
+// "PartitionKey eq 'pk' and RowKey eq 'rk'" with no quote inside either literal, and returns
+// its keys. Such a query is planned without parsing or the filter cache: the cache would
+// cost a lookup in a large map, and one new text per key read churns it
+// (TestPointFilterPlansAsParsed checks the plan is the parser's).
+func pointFilter(filter string) (pk, rk string, ok bool) {
+	rest, ok := strings.CutPrefix(filter, "PartitionKey eq '")
+	if !ok {
+		return "", "", false
+	}
+	i := strings.IndexByte(rest, '\'')
+	if i < 0 {
+		return "", "", false
+	}
+	pk, rest = rest[:i], rest[i:]
+	if rest, ok = strings.CutPrefix(rest, "' and RowKey eq '"); !ok || len(rest) == 0 || rest[len(rest)-1] != '\'' {
+		return "", "", false
+	}
+	rk = rest[:len(rest)-1]
+	if strings.IndexByte(rk, '\'') >= 0 || len(filter) > odata.MaxFilterLength {
+		return "", "", false
+	}
+	return pk, rk, true
+}
+
+// pointFilterCompiled is the compiled form of every filter pointFilter recognizes, but for
+// its plan: its key range is all it says.
+var pointFilterCompiled = &compiledFilter{exact: true}
 
 // parseFilter parses a $filter and maps the parser's errors to the service's.
 func parseFilter(filter string) (odata.Expr, error) {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/tabuladb/tabula/odata"
 )
 
 // The compiled-filter cache stays within its byte bound however large and many the filters:
@@ -43,4 +45,45 @@ func TestFilterCacheIsBoundedByBytes(t *testing.T) {
 	again, err := db.compile("PartitionKey eq 'a' and RowKey eq 'b'")
 	require.NoError(t, err)
 	assert.Same(t, first, again)
+}
+
+// A filter pointFilter plans by itself is planned exactly as the parser plans it, and one it
+// leaves to the parser is not a point query it could have read differently.
+func TestPointFilterPlansAsParsed(t *testing.T) {
+	db := openTestDB(t, nil)
+	keys := []string{"", "a", "a b", " a ", "é", "\U0001F600", "a\x00b", "\xff", "PartitionKey eq 'x", "and", "eq"}
+	var filters []string
+	for _, pk := range keys {
+		for _, rk := range keys {
+			filters = append(filters, "PartitionKey eq '"+pk+"' and RowKey eq '"+rk+"'")
+		}
+	}
+	filters = append(filters,
+		"PartitionKey eq 'a''b' and RowKey eq 'c'", "PartitionKey eq 'a' and RowKey eq 'b''c'",
+		"PartitionKey eq 'a' and RowKey eq 'b' and RowKey eq 'c'", "PartitionKey eq 'a' and RowKey eq 'b' or true",
+		"PartitionKey eq 'a' and RowKey eq 'b'' or ''x'' eq ''x'", "PartitionKey eq 'a'  and RowKey eq 'b'",
+		"PartitionKey eq 'a' and RowKey eq 'b' ", "partitionKey eq 'a' and RowKey eq 'b'",
+		"PartitionKey eq 'a' and RowKey ge 'b'", "PartitionKey eq 'a' and RowKey eq b'", "PartitionKey eq 'a' and RowKey eq '",
+		"PartitionKey eq 'a'", "PartitionKey eq 'a' and RowKey eq ''''")
+	accepted := 0
+	for _, f := range filters {
+		pk, rk, ok := pointFilter(f)
+		if !ok {
+			continue
+		}
+		accepted++
+		c, err := db.compile(f)
+		require.NoError(t, err, f)
+		got, err := db.prepare("", Query{Filter: f})
+		require.NoError(t, err, f)
+		assert.Equal(t, c.plan, got.plan, f)
+		assert.True(t, c.exact, f)
+		assert.Equal(t, pointFilterCompiled, got.filter, f)
+		assert.Equal(t, []odata.KeyRange{{
+			PartitionKeyLow: odata.Bound{Value: pk, Inclusive: true, Bounded: true}, PartitionKeyHigh: odata.Bound{Value: pk, Inclusive: true, Bounded: true},
+			RowKeyLow: odata.Bound{Value: rk, Inclusive: true, Bounded: true}, RowKeyHigh: odata.Bound{Value: rk, Inclusive: true, Bounded: true},
+		}}, got.plan.Ranges, f)
+	}
+	plain := len(keys) - 1 // all but the one with a quote
+	assert.Equal(t, plain*plain, accepted, "every plain point filter, and nothing else")
 }

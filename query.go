@@ -182,7 +182,7 @@ func (t *Table) Query(ctx context.Context, q Query) (Page, error) {
 	if err != nil {
 		return Page{}, err
 	}
-	return t.page(ctx, p, q.Continuation)
+	return t.page(ctx, &p, q.Continuation)
 }
 
 // QueryAll iterates over every entity matching q (from q.Continuation on), following
@@ -196,7 +196,7 @@ func (t *Table) QueryAll(ctx context.Context, q Query) iter.Seq2[Entity, error] 
 		}
 		next := q.Continuation
 		for {
-			page, err := t.page(ctx, p, next)
+			page, err := t.page(ctx, &p, next)
 			if err != nil {
 				yield(Entity{}, err)
 				return

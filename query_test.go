@@ -169,11 +169,15 @@ func TestSelect(t *testing.T) {
 		"*":         {"A": Int32(1), "B": Int32(2)},
 		"RowKey":    {},
 	} {
-		page, err := tbl.Query(ctx, Query{Select: strings.Split(sel, ",")})
-		require.NoError(t, err)
-		require.Len(t, page.Entities, 1)
-		assert.Equal(t, want, page.Entities[0].Properties, sel)
-		assert.Equal(t, "r", page.Entities[0].RowKey, "keys are always set")
+		// A filter of keys alone is decoded straight into the entity, any other through the
+		// record the filter reads: both select.
+		for _, filter := range []string{"", "PartitionKey eq 'p' and RowKey eq 'r'", "B eq 2"} {
+			page, err := tbl.Query(ctx, Query{Filter: filter, Select: strings.Split(sel, ",")})
+			require.NoError(t, err)
+			require.Len(t, page.Entities, 1)
+			assert.Equal(t, want, page.Entities[0].Properties, "%s, %q", sel, filter)
+			assert.Equal(t, "r", page.Entities[0].RowKey, "keys are always set")
+		}
 	}
 }
 

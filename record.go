@@ -307,6 +307,24 @@ func (d *recordDecoder) each(b []byte, keep func(name string) bool, visit func(n
 	return ticks, nil
 }
 
+// count reads how many properties the record in b holds, for sizing the map it is decoded
+// into.
+func (d *recordDecoder) count(b []byte) (int, error) {
+	if len(b) == 0 || b[0] != recordVersion {
+		return 0, errCorrupt("unknown record version")
+	}
+	d.b, d.i = b[1:], 0
+	defer func() { d.b = nil }()
+	if _, err := d.int(); err != nil {
+		return 0, err
+	}
+	n, err := d.length(mpFixArray)
+	if err != nil || n > MaxProperties {
+		return 0, errCorrupt("bad property count")
+	}
+	return n, nil
+}
+
 // decode reads the record in b into props (which may be nil to read only the Timestamp),
 // keeping only the properties keep accepts when keep is non-nil.
 func (d *recordDecoder) decode(b []byte, keep func(name string) bool, props Properties) (int64, error) {

@@ -7,7 +7,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
+	"github.com/tabuladb/tabula/internal/keyorder"
 	"github.com/tabuladb/tabula/internal/wire"
 	"github.com/tabuladb/tabula/odata"
 	"github.com/tabuladb/tabula/partition"
@@ -60,9 +62,14 @@ func (db *DB) runPage(ctx context.Context, ot *openTable, p *preparedQuery, star
 	}
 	s := scannerPool.Get().(*scanner)
 	defer s.release()
-	s.p, s.ctx, s.id, s.start = p, ctx, ot.rec.ID, start
+	// The query is copied rather than pointed to, so that a caller's preparedQuery can stay
+	// on its stack: a point query would otherwise allocate it.
+	s.p, s.ctx, s.id, s.start = *p, ctx, ot.rec.ID, start
 	s.page = Page{Plan: p.plan}
-	s.clock, s.began, s.service = db.clock, db.clock(), pt
+	s.clock, s.service = db.clock, pt
+	if p.plan.Kind != PlanPoint || start != nil {
+		s.began = db.clock() // a lookup has no budget to measure
+	}
 	defer func() { pt.Charge(startPK, s.page.Plan.Scanned) }()
 	if p.switches.boundaries.Load() {
 		if b, ok := pt.NextBoundary(startPK); ok {
@@ -72,19 +79,25 @@ func (db *DB) runPage(ctx context.Context, ot *openTable, p *preparedQuery, star
 	if err := db.view(ctx, s.view); err != nil {
 		return Page{}, err
 	}
-	return s.page, nil
+	page := s.page
+	if len(s.ents) > 0 {
+		// One allocation of the page's size, rather than a slice grown by appending.
+		page.Entities = slices.Clone(s.ents)
+	}
+	return page, nil
 }
 
 // scanner fills one page. Scanners are pooled, with their decoder, their record and the
 // closures they hand the store bound once, so that a page allocates little beyond what it
 // returns.
 type scanner struct {
-	p       *preparedQuery
+	p       preparedQuery
 	ctx     context.Context
 	id      uint64 // the table's
 	start   []byte // where the page resumes, without the table prefix; nil at the beginning
 	tx      *storage.Txn
 	page    Page
+	ents    []Entity // the page's entities so far, copied out when it ends; reused
 	clock   func() time.Time
 	began   time.Time
 	service *partition.Table
@@ -116,14 +129,15 @@ func (s *scanner) release() {
 	s.rec.reset(nil)
 	// pk and pkEnc go together (see decodeKeys), and a Point plan sets pk alone.
 	s.rec.pk, s.rec.rk, s.rec.pkEnc = "", "", nil
-	*s = scanner{dec: s.dec, rec: s.rec, key: s.key[:0], decode: s.decode, view: s.view}
+	clear(s.ents)
+	*s = scanner{dec: s.dec, rec: s.rec, key: s.key[:0], ents: s.ents[:0], decode: s.decode, view: s.view}
 	scannerPool.Put(s)
 }
 
 // run fills the page from the store; it is the page's View closure.
 func (s *scanner) run(tx *storage.Txn) error {
 	s.tx = tx
-	p := s.p
+	p := &s.p
 	if p.plan.Kind == PlanPoint && s.start == nil {
 		// One key: a lookup, not an iterator (whose Seek costs more than the read). Its
 		// keys are the plan's, so they need no decoding from the stored key.
@@ -162,7 +176,15 @@ func (s *scanner) run(tx *storage.Txn) error {
 // not copy their strings.
 func (s *scanner) decodeRecord(value []byte) (err error) {
 	if s.p.filter.exact {
-		s.rec.ticks, err = s.dec.each(value, nil, s.rec.add)
+		// Every entity in an exact filter's ranges is returned: decode it straight into its
+		// Properties, skipping the properties $select leaves out.
+		n, err := s.dec.count(value)
+		if err != nil {
+			s.matched = false
+			return err
+		}
+		s.rec.props = make(Properties, n)
+		s.rec.ticks, err = s.dec.decode(value, s.p.keep, s.rec.props)
 		s.matched = err == nil
 		return err
 	}
@@ -196,16 +218,9 @@ func (s *scanner) examined() error {
 	if err != nil {
 		return err
 	}
-	if s.page.Entities == nil {
-		n := min(s.p.top, 64) // pages grow from here; most are short
-		if s.p.plan.Kind == PlanPoint {
-			n = 1
-		}
-		s.page.Entities = make([]Entity, 0, n)
-	}
-	s.page.Entities = append(s.page.Entities, e)
+	s.ents = append(s.ents, e)
 	s.page.Plan.Returned++
-	s.full = len(s.page.Entities) == s.p.top
+	s.full = len(s.ents) == s.p.top
 	return nil
 }
 
@@ -254,11 +269,17 @@ func (s *scanner) mustStop() PageEnd {
 		return PageEndResults
 	case s.service.MustEndPage(n):
 		return PageEndForced
-	case s.expired():
+	case (n < budgetStride || n%budgetStride == 0) && s.expired():
 		return PageEndBudget
 	}
 	return PageEndResults
 }
+
+// budgetStride is how many entities a page examines between readings of the clock, once it
+// has examined that many: a budget is seconds, and reading the clock for every entity cost
+// a twentieth of a partition scan. The first entities read it each, so that a page ends
+// where a clock that moves with every reading (a test's) says it must.
+const budgetStride = 16
 
 // expired reports whether the page has used up its execution budget.
 func (s *scanner) expired() bool {
@@ -324,12 +345,18 @@ func rangeBounds(id uint64, r odata.KeyRange) (lower, upper []byte) {
 type scanRecord struct {
 	key    []byte
 	pk, rk string
-	keys   bool   // pk and rk are decoded from key
+	keys   bool // pk and rk are decoded from key
+	// rkView says rk is a view of key's bytes, valid only while they are: a filter reads it
+	// as it is, and entity copies it.
+	rkView bool
 	pkEnc  []byte // the encoded form of pk, to reuse pk while a scan stays in one partition
 	ticks  int64
 	names  []string
 	values []odata.Value
 	add    func(name string, v odata.Value)
+	// props holds the properties instead of names and values when the filter is exact
+	// (see scanner.decodeRecord); the entity takes it.
+	props Properties
 }
 
 func (r *scanRecord) init() {
@@ -340,7 +367,7 @@ func (r *scanRecord) init() {
 }
 
 func (r *scanRecord) reset(key []byte) {
-	r.key, r.keys = key, false
+	r.key, r.keys, r.rkView, r.props = key, false, false, nil
 	r.names, r.values = r.names[:0], r.values[:0]
 }
 
@@ -356,8 +383,24 @@ func (r *scanRecord) decodeKeys() error {
 		r.pk = storage.DecodePart(pkEnc)
 		r.pkEnc = append(r.pkEnc[:0], pkEnc...)
 	}
-	r.rk, r.keys = storage.DecodePart(rkEnc), true
+	if plainPart(rkEnc) {
+		r.rk, r.rkView = unsafe.String(unsafe.SliceData(rkEnc), len(rkEnc)), true
+	} else {
+		r.rk = storage.DecodePart(rkEnc)
+	}
+	r.keys = true
 	return nil
+}
+
+// plainPart reports whether an encoded key part is its own text, as most are: no byte is
+// the codec's escape (0x00) or one that keyorder.Weight moves (see storage.DecodePart).
+func plainPart(enc []byte) bool {
+	for _, c := range enc {
+		if c == 0 || c >= keyorder.FirstMoved {
+			return false
+		}
+	}
+	return true
 }
 
 // Property implements odata.Record.
@@ -388,8 +431,29 @@ func (r *scanRecord) entity(keep func(string) bool) (Entity, error) {
 	if err := r.decodeKeys(); err != nil {
 		return Entity{}, err
 	}
-	e := Entity{PartitionKey: r.pk, RowKey: r.rk, Timestamp: timeOfTicks(r.ticks), ETag: etagOf(r.ticks),
-		Properties: make(Properties, len(r.names))}
+	// The RowKey, when it is still a view of the stored key, and the ETag share one
+	// allocation: they live and die with the entity.
+	n := maxETagLen
+	if r.rkView {
+		n += len(r.rk)
+	}
+	buf := make([]byte, 0, n)
+	if r.rkView {
+		buf = append(buf, r.rk...)
+	}
+	rkLen := len(buf)
+	buf = wire.AppendETag(buf, r.ticks)
+	rk := r.rk
+	if r.rkView {
+		rk = unsafe.String(unsafe.SliceData(buf), rkLen)
+	}
+	e := Entity{PartitionKey: r.pk, RowKey: rk, Timestamp: timeOfTicks(r.ticks),
+		ETag: ETag(unsafe.String(unsafe.SliceData(buf[rkLen:]), len(buf)-rkLen)), Properties: r.props}
+	if r.props != nil {
+		r.props = nil // the entity's now
+		return e, nil
+	}
+	e.Properties = make(Properties, len(r.names))
 	for i, name := range r.names {
 		if keep == nil || keep(name) {
 			e.Properties[name] = propertyOf(r.values[i])
