@@ -9,7 +9,6 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/tabuladb/tabula/internal/keyorder"
 	"github.com/tabuladb/tabula/internal/wire"
 	"github.com/tabuladb/tabula/odata"
 	"github.com/tabuladb/tabula/partition"
@@ -383,24 +382,13 @@ func (r *scanRecord) decodeKeys() error {
 		r.pk = storage.DecodePart(pkEnc)
 		r.pkEnc = append(r.pkEnc[:0], pkEnc...)
 	}
-	if plainPart(rkEnc) {
+	if storage.IsPlainPart(rkEnc) {
 		r.rk, r.rkView = unsafe.String(unsafe.SliceData(rkEnc), len(rkEnc)), true
 	} else {
 		r.rk = storage.DecodePart(rkEnc)
 	}
 	r.keys = true
 	return nil
-}
-
-// plainPart reports whether an encoded key part is its own text, as most are: no byte is
-// the codec's escape (0x00) or one that keyorder.Weight moves (see storage.DecodePart).
-func plainPart(enc []byte) bool {
-	for _, c := range enc {
-		if c == 0 || c >= keyorder.FirstMoved {
-			return false
-		}
-	}
-	return true
 }
 
 // Property implements odata.Record.

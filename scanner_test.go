@@ -10,23 +10,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/tabuladb/tabula/partition"
-	"github.com/tabuladb/tabula/storage"
 )
 
-// A scan uses a RowKey's encoded bytes as its text when plainPart says they are: that must be
-// exactly when decoding them gives them back. And an ETag fits the room entity makes for one.
-func TestScanKeyViewsAndETagRoom(t *testing.T) {
-	plain := 0
-	for c := range 256 {
-		text := string([]byte{'r', byte(c), 'k'})
-		enc := storage.AppendPart(nil, text)
-		if plainPart(enc) {
-			plain++
-			assert.Equal(t, text, string(enc), "byte %#x", c)
-		}
-		assert.Equal(t, text, storage.DecodePart(enc), "byte %#x", c)
-	}
-	assert.Greater(t, plain, 200, "most bytes are their own encoding")
+// An ETag fits the room entity makes for one, at the extremes of time and with every
+// fraction digit.
+func TestETagRoom(t *testing.T) {
 	for _, tm := range []time.Time{minDateTime, maxDateTime, time.Date(2022, 3, 1, 20, 40, 24, 431753500, time.UTC)} {
 		assert.LessOrEqual(t, len(etagOf(ticksOf(tm))), maxETagLen, tm)
 	}

@@ -91,16 +91,21 @@ func CutPart(b []byte) (encoded, rest []byte, last bool, err error) {
 	return b, nil, true, nil
 }
 
-// DecodePart decodes a part that CutPart returned.
-func DecodePart(encoded []byte) string {
-	clean := true
+// IsPlainPart reports whether an encoded part is its own text, as most are: no byte of it
+// is the escape or one that keyorder.Weight moves. Such a part decodes to a copy of itself,
+// and a caller may read it in place instead.
+func IsPlainPart(encoded []byte) bool {
 	for _, c := range encoded {
 		if c == escapeByte || c >= keyorder.FirstMoved {
-			clean = false
-			break
+			return false
 		}
 	}
-	if clean { // the common case: the encoding is the text itself
+	return true
+}
+
+// DecodePart decodes a part that CutPart returned.
+func DecodePart(encoded []byte) string {
+	if IsPlainPart(encoded) {
 		return string(encoded)
 	}
 	buf := make([]byte, 0, len(encoded))

@@ -129,3 +129,19 @@ func FuzzPartCodec(f *testing.F) {
 		}
 	})
 }
+
+// A part is plain (its encoding is its text, which a scan reads in place) exactly when
+// decoding it gives it back, for every byte; most bytes are.
+func TestIsPlainPart(t *testing.T) {
+	plain := 0
+	for c := range 256 {
+		text := string([]byte{'r', byte(c), 'k'})
+		enc := AppendPart(nil, text)
+		if IsPlainPart(enc) {
+			plain++
+			assert.Equal(t, text, string(enc), "byte %#x", c)
+		}
+		assert.Equal(t, text, DecodePart(enc), "byte %#x", c)
+	}
+	assert.Greater(t, plain, 200, "most bytes are their own encoding")
+}
