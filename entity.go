@@ -235,17 +235,28 @@ func validateKey(field, key string) (int, error) {
 	// code unit per byte, and free of forbidden characters. Any other key, valid or not, takes
 	// the full checks, which also word the errors.
 	if len(key) <= MaxKeyLength {
-		plain := true
-		for i := 0; i < len(key) && plain; i++ {
-			c := key[i]
-			plain = c >= 0x20 && c < 0x7F && c != '/' && c != '\\' && c != '#' && c != '?'
+		i := 0
+		for i < len(key) && plainKeyByte[key[i]] {
+			i++
 		}
-		if plain {
+		if i == len(key) {
 			return len(key), nil
 		}
 	}
 	return validateKeyFully(field, key)
 }
+
+// plainKeyByte marks the bytes of validateKey's shortcut: printable ASCII but / \ # ?. A
+// lookup per byte costs a quarter of the comparisons it replaces, on every read and write.
+var plainKeyByte = func() (plain [256]bool) {
+	for c := 0x20; c < 0x7F; c++ {
+		plain[c] = true
+	}
+	for _, c := range `/\#?` {
+		plain[c] = false
+	}
+	return plain
+}()
 
 func validateKeyFully(field, key string) (int, error) {
 	if !utf8.ValidString(key) {

@@ -297,3 +297,14 @@ func TestValidateKeyShortcutAgrees(t *testing.T) {
 		assert.Equal(t, wantErr, err, "%q", k)
 	}
 }
+
+// BenchmarkValidateKeys checks the keys of the core benchmarks' entities, which every read
+// and write does.
+func BenchmarkValidateKeys(b *testing.B) {
+	pk, rk := "3f2504e0-4f89-11d3-9a0c-0305e82c3301", "JobID0001_VM0000000001_Worker0001_0000000042"
+	for b.Loop() {
+		if err := validateKeys(pk, rk); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
