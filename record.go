@@ -53,8 +53,12 @@ var encoderPool = sync.Pool{New: func() any {
 // props must have been validated, and names must be its non-nil property names in byte
 // order, as validateEntity returns them.
 func encodeRecord(ticks int64, props Properties, names []string) []byte {
-	// Size the buffer from byte lengths: strings and binaries as they are, a name and its
-	// type and framing within 8 bytes, a fixed-size value within 9.
+	return appendRecord(make([]byte, 0, recordSize(props, names)), ticks, props, names)
+}
+
+// recordSize bounds the bytes of a record from byte lengths: strings and binaries as they
+// are, a name and its type and framing within 8 bytes, a fixed-size value within 9.
+func recordSize(props Properties, names []string) int {
 	size := 16
 	for _, name := range names {
 		size += len(name) + 8
@@ -67,9 +71,14 @@ func encodeRecord(ticks int64, props Properties, names []string) []byte {
 			size += 17
 		}
 	}
+	return size
+}
+
+// appendRecord appends to dst the record encodeRecord returns.
+func appendRecord(dst []byte, ticks int64, props Properties, names []string) []byte {
 	re := encoderPool.Get().(*recordEncoder)
 	defer encoderPool.Put(re)
-	re.buf.b = append(make([]byte, 0, size), recordVersion)
+	re.buf.b = append(dst, recordVersion)
 	enc := re.enc
 	// Writes to a recordBuffer cannot fail, so the encoder's errors are not checked.
 	_ = enc.EncodeInt(ticks)
@@ -106,6 +115,33 @@ func encodeRecord(ticks int64, props Properties, names []string) []byte {
 	out := re.buf.b
 	re.buf.b = nil // the record now belongs to the caller
 	return out
+}
+
+// writeArena holds the keys and records of one call's writes, which the store references
+// until the call's commit is over, in one buffer reused from call to call: a write then
+// allocates no key or record of its own (the in-memory store copies them; Badger copies them
+// when it commits). A slice carved out earlier stays valid when the buffer grows, since it
+// keeps the array it was carved from.
+type writeArena struct{ b []byte }
+
+// maxArenaKept bounds the buffer an arena keeps for its next call, so that one large entity
+// does not pin its size in a pool.
+const maxArenaKept = 256 << 10
+
+// arenaPool holds the arenas of transactions (a single write's is in its writeOp).
+var arenaPool = sync.Pool{New: func() any { return new(writeArena) }}
+
+// carve returns what was appended to the arena since it held start bytes, capped so that
+// appending to it cannot overwrite what is carved next.
+func (a *writeArena) carve(start int) []byte { return a.b[start:len(a.b):len(a.b)] }
+
+// reset makes the arena ready for the next call, once the store no longer references what
+// it holds.
+func (a *writeArena) reset() {
+	if cap(a.b) > maxArenaKept {
+		a.b = nil
+	}
+	a.b = a.b[:0]
 }
 
 // Records are read by hand rather than through msgpack's Decoder: the format is small and

@@ -200,7 +200,8 @@ func (t *Table) applyOne(ctx context.Context, a Action) (int64, error) {
 	op.db, op.ctx, op.id, op.a, op.names = t.db, ctx, ot.rec.ID, a, names
 	err = storageError(t.db.store.Update(op.run))
 	out := op.out
-	*op = writeOp{run: op.run}
+	op.arena.reset() // the commit is over
+	*op = writeOp{run: op.run, arena: op.arena}
 	writeOpPool.Put(op)
 	if err != nil {
 		return 0, err
@@ -219,6 +220,7 @@ type writeOp struct {
 	names []string
 	out   applied
 	run   func(*storage.Txn) error // writeOp.apply
+	arena writeArena               // the write's key and record
 }
 
 var writeOpPool = sync.Pool{New: func() any {
@@ -229,7 +231,7 @@ var writeOpPool = sync.Pool{New: func() any {
 
 // apply is DB.update's closure for the action: it may run more than once.
 func (op *writeOp) apply(tx *storage.Txn) (err error) {
-	if op.out, err = op.db.apply(tx, op.id, &op.a, op.names); err != nil {
+	if op.out, err = op.db.apply(tx, op.id, &op.a, op.names, &op.arena); err != nil {
 		return err
 	}
 	return op.ctx.Err()
@@ -245,10 +247,13 @@ type applied struct {
 // apply performs one validated action on the entities of table id inside tx and reports what
 // it did; names are the action's property names as validate returned them. It is the one
 // place that gives Insert, Update, Upsert and Delete their meaning, for single operations and
-// transactions alike.
-func (db *DB) apply(tx *storage.Txn, id uint64, a *Action, names []string) (applied, error) {
+// transactions alike. The key and record it writes are carved from arena, which must hold
+// them until the commit is over.
+func (db *DB) apply(tx *storage.Txn, id uint64, a *Action, names []string, arena *writeArena) (applied, error) {
 	e := &a.Entity
-	key := entityKey(id, e.PartitionKey, e.RowKey)
+	start := len(arena.b)
+	arena.b = appendEntityKey(arena.b, id, e.PartitionKey, e.RowKey)
+	key := arena.carve(start)
 	props := e.Properties
 	var (
 		found   bool
@@ -317,7 +322,9 @@ func (db *DB) apply(tx *storage.Txn, id uint64, a *Action, names []string) (appl
 	if err != nil {
 		return applied{}, err
 	}
-	record := encodeRecord(ticks, props, names)
+	start = len(arena.b)
+	arena.b = appendRecord(arena.b, ticks, props, names)
+	record := arena.carve(start)
 	out := applied{ticks: ticks, bytes: int64(len(key)+len(record)) - oldSize}
 	if !found {
 		out.entities = 1

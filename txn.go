@@ -252,9 +252,11 @@ func (t *Table) SubmitTransaction(ctx context.Context, actions []Action) ([]Acti
 	if err := admit(ot.service.Admit(pk, partition.KindBatch, len(actions)), "transaction"); err != nil {
 		return nil, err
 	}
+	arena := arenaPool.Get().(*writeArena)
+	defer func() { arena.reset(); arenaPool.Put(arena) }() // after the commit
 	err = t.db.update(ctx, func(tx *storage.Txn) error {
 		for i := range actions {
-			out, err := t.db.apply(tx, ot.rec.ID, &actions[i], names[i])
+			out, err := t.db.apply(tx, ot.rec.ID, &actions[i], names[i], arena)
 			if err != nil {
 				return actionError(i, err)
 			}
