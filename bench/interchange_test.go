@@ -261,8 +261,7 @@ func BenchmarkImport(b *testing.B) {
 // iteration over the same records, once the load's tree is flattened. Both run in turn, three rounds each (the first round of
 // raw Badger untimed, to warm the page cache), and each reports its fastest round, so that
 // a burst of other work on a shared machine, or of compaction after the load, weighs on
-// neither. badger-nocache-entities/s is raw Badger's with its block cache off, the same
-// reads through mmap alone. cpu-ns/entity and badger-cpu-ns/entity are the CPU time the
+// neither. cpu-ns/entity and badger-cpu-ns/entity are the CPU time the
 // process spent per entity (on Linux), which the machine's other load changes less.
 func BenchmarkExport(b *testing.B) {
 	if inMemory {
@@ -292,7 +291,7 @@ func BenchmarkExport(b *testing.B) {
 	}
 	rawReads(b, opts)
 	const rounds = 3
-	var engine, raw, rawNoCache, engineCPU, rawCPU time.Duration
+	var engine, raw, engineCPU, rawCPU time.Duration
 	fastest := func(best *time.Duration, d time.Duration) {
 		if *best == 0 || d < *best {
 			*best = d
@@ -309,8 +308,6 @@ func BenchmarkExport(b *testing.B) {
 			}
 			fastest(&raw, d)
 			rawCPU += cpu
-			d, _, _ = rawReads(b, opts.WithBlockCacheSize(0))
-			fastest(&rawNoCache, d)
 			db, err := tabula.Open(dir, nil)
 			if err != nil {
 				b.Fatal(err)
@@ -336,7 +333,6 @@ func BenchmarkExport(b *testing.B) {
 	b.StopTimer()
 	b.SetBytes(written * rounds)
 	reportRates(b, n, engine, raw)
-	b.ReportMetric(float64(n)/rawNoCache.Seconds(), "badger-nocache-entities/s")
 	// CPU time, of every thread of the process, per entity: what the rates would be on idle
 	// cores, whatever else the machine runs.
 	if engineCPU > 0 {
