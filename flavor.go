@@ -189,7 +189,7 @@ func (r *flavorRules) checkAction(a *Action) error {
 // checkTransaction applies the flavour's rules to a transaction the Table service's rules
 // passed: the request as a whole, then each action.
 func (r *flavorRules) checkTransaction(actions []Action) error {
-	if size := TransactionPayloadSize(actions); size > r.maxTransactionPayload {
+	if size, over := payloadOver(actions, r.maxTransactionPayload); over {
 		// 413 as the SDK's test records; it does not record the code, and Tabula keeps the
 		// Table service's code for 413.
 		return ErrRequestBodyTooLarge.WithDetail("transaction payload is %d bytes by TransactionPayloadSize; Cosmos DB's limit is %d (Options.Flavor %s)",

@@ -598,3 +598,56 @@ func fourMiBTransaction(t *testing.T) []Action {
 	require.Equal(t, MaxTransactionPayload, TransactionPayloadSize(actions))
 	return actions
 }
+
+// payloadOver's bound on lengths is never below the exact size, whatever the strings hold
+// (control characters escape to six bytes), so it never lets an oversized transaction by.
+func TestPayloadBoundIsAnUpperBound(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	str := func(n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(rng.IntN(0x80)) // control characters, quotes and backslashes included
+		}
+		return string(b)
+	}
+	fixed := []Property{Boolean(false), DateTime(time.Date(2021, 7, 13, 1, 2, 3, 456789100, time.UTC)),
+		Double(-1.2345678901234567e-300), Double(math.NaN()), Double(math.Inf(-1)), Guid{1}, Int32(math.MinInt32), Int64(math.MinInt64)}
+	for range 500 {
+		e := Entity{PartitionKey: str(rng.IntN(40)), RowKey: str(rng.IntN(40)), Properties: Properties{}}
+		for range rng.IntN(12) {
+			var v Property
+			switch k := rng.IntN(4); k {
+			case 0:
+				v = String(str(rng.IntN(300)))
+			case 1:
+				v = Binary(str(rng.IntN(300)))
+			default:
+				v = fixed[rng.IntN(len(fixed))]
+			}
+			e.Properties[str(1+rng.IntN(10))] = v
+		}
+		exact := jsonBodySize(&e)
+		require.GreaterOrEqual(t, jsonBodyBound(&e), exact, "%+v", e)
+		actions := []Action{InsertAction(e)}
+		size, over := payloadOver(actions, exact)
+		assert.False(t, over, "exactly at the limit is within it")
+		size, over = payloadOver(actions, exact-1)
+		assert.True(t, over)
+		assert.Equal(t, exact, size)
+	}
+}
+
+// BenchmarkValidateTransaction checks a transaction of 100 entities of one 1 KiB string, as
+// BenchmarkBatchInsert (bench/) writes.
+func BenchmarkValidateTransaction(b *testing.B) {
+	actions := make([]Action, 100)
+	for i := range actions {
+		actions[i] = InsertAction(Entity{PartitionKey: "3f2504e0-4f89-11d3-9a0c-0305e82c3301",
+			RowKey: fmt.Sprintf("JobID0001_VM0000000001_Worker0001_%010d", i), Properties: Properties{"Payload": String(strings.Repeat("x", 1024))}})
+	}
+	for b.Loop() {
+		if _, err := validateTransaction(actions); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
