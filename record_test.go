@@ -1,6 +1,7 @@
 package tabula
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -70,4 +71,30 @@ func FuzzRecordDecode(f *testing.F) {
 			t.Fatalf("re-encoding %x: %v, %d vs %d, %d vs %d properties", b, err, ticks2, ticks, len(again), len(props))
 		}
 	})
+}
+
+// Records carved from one arena stay what they were encoded as while the arena grows past
+// them, and the arena gives a large buffer up when reset.
+func TestWriteArena(t *testing.T) {
+	var arena writeArena
+	var records [][]byte
+	var want [][]byte
+	for i := range 200 {
+		props := Properties{"S": String(strings.Repeat("x", i*37)), "I": Int32(int32(i))}
+		start := len(arena.b)
+		arena.b = appendRecord(arena.b, int64(i), props, sortedNames(props))
+		records = append(records, arena.carve(start))
+		want = append(want, testRecord(int64(i), props))
+	}
+	for i := range records {
+		require.Equal(t, want[i], records[i], "record %d", i)
+		assert.Equal(t, len(records[i]), cap(records[i]), "appending to a carved record cannot reach the next")
+	}
+	require.Greater(t, cap(arena.b), maxArenaKept)
+	arena.reset()
+	assert.Zero(t, cap(arena.b), "a buffer past maxArenaKept is not kept")
+	arena.b = append(arena.b, make([]byte, 100)...)
+	arena.reset()
+	assert.Equal(t, 0, len(arena.b))
+	assert.NotZero(t, cap(arena.b), "a small buffer is kept for the next call")
 }
