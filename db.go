@@ -2,6 +2,7 @@ package tabula
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -67,6 +68,18 @@ type DB struct {
 	closeOnce sync.Once
 	closeErr  error
 	isClosed  atomic.Bool
+	// longReads are the reads that give way to Close (see untilClosed).
+	longReads longReads
+}
+
+// longReads cancels the contexts of long reads when Close begins.
+type longReads struct {
+	mu      sync.Mutex
+	closed  bool
+	next    int
+	cancels map[int]context.CancelCauseFunc
+	// ended is closed once every long read's context has ended (made by open).
+	ended chan struct{}
 }
 
 // Open opens the database in dir, creating it if needed. Reopening a directory brings back
@@ -151,6 +164,7 @@ func openOn(store *storage.DB, opts *Options, dir string, lastTicks *int64) (*DB
 	db.deleting.delay = max(o.TableDeleteDelay, 0)
 	db.flavor = flavor
 	db.backgroundCtx, db.stopBackground = context.WithCancel(context.Background())
+	db.longReads.ended = make(chan struct{})
 	if lastTicks != nil {
 		db.lastTicks = *lastTicks
 	} else if err := db.openFormat(dir, o.Logger); err != nil {
@@ -175,6 +189,7 @@ func (db *DB) Close() error {
 		db.snapMu.Lock()
 		db.isClosed.Store(true)
 		db.snapMu.Unlock()
+		db.longReads.close()
 		db.closeSnapshots()
 		db.stopBackground()
 		db.background.Wait()
@@ -184,6 +199,58 @@ func (db *DB) Close() error {
 		}
 	})
 	return db.closeErr
+}
+
+// errClosedDuring is the cause of a long read's context ended by Close (see untilClosed).
+var errClosedDuring = errors.New("the database was closed")
+
+// untilClosed returns ctx, ended also when Close begins, for a read that may run for
+// minutes (an export): closing the store waits for every read under way, and requests
+// arriving meanwhile would queue behind it. closedDuring turns the read's error into one
+// that says so. stop must be called when the read ends.
+func (db *DB) untilClosed(ctx context.Context) (_ context.Context, stop func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	r := &db.longReads
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		cancel(errClosedDuring)
+		return ctx, func() {}
+	}
+	if r.cancels == nil {
+		r.cancels = make(map[int]context.CancelCauseFunc)
+	}
+	id := r.next
+	r.next++
+	r.cancels[id] = cancel
+	return ctx, func() {
+		r.mu.Lock()
+		delete(r.cancels, id)
+		r.mu.Unlock()
+		cancel(nil)
+	}
+}
+
+// close ends every long read's context, at once: a read that checks its context after
+// Close has begun sees it ended.
+func (r *longReads) close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
+	for _, cancel := range r.cancels {
+		cancel(errClosedDuring)
+	}
+	clear(r.cancels)
+	close(r.ended)
+}
+
+// closedDuring is err, or errClosedDuring when ctx (from untilClosed) ended because the
+// database was closed.
+func closedDuring(ctx context.Context, err error) error {
+	if err != nil && context.Cause(ctx) == errClosedDuring {
+		return ErrInternal.WithDetail("%v", errClosedDuring)
+	}
+	return err
 }
 
 // DiskFull returns an error matching ErrDiskFull when the database's disk has less free

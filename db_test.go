@@ -153,3 +153,45 @@ func TestOpenAfterCrashOnFullDisk(t *testing.T) {
 	require.NoError(t, db.Check(ctx))
 	require.NoError(t, db.Close())
 }
+
+// Close does not wait for an export to read everything: closing the store waits for every
+// read under way, so the export gives way, ending with an error that says why.
+func TestCloseStopsExport(t *testing.T) {
+	bothStores(t, func(t *testing.T) {
+		ctx := context.Background()
+		db := openStore(t, nil)
+		tbl := createTable(t, db, "Big")
+		const n = 2000
+		for i := 0; i < n; i += 100 {
+			actions := make([]Action, 100)
+			for j := range actions {
+				actions[j] = InsertAction(Entity{PartitionKey: "p", RowKey: fmt.Sprintf("%05d", i+j)})
+			}
+			_, err := tbl.SubmitTransaction(ctx, actions)
+			require.NoError(t, err)
+		}
+		var lines int
+		closed := make(chan error, 1)
+		err := db.Export(ctx, lineCounter{&lines}, &ExportOptions{ProgressEvery: 100, Progress: func(Progress) error {
+			if db.closed() {
+				return nil
+			}
+			go func() { closed <- db.Close() }()
+			<-db.longReads.ended // Close has begun and ended the export's context
+			return nil
+		}})
+		require.Error(t, err)
+		assert.ErrorIs(t, err, ErrInternal)
+		assert.Contains(t, err.Error(), "the database was closed")
+		assert.Less(t, lines, n, "the export stopped early")
+		require.NoError(t, <-closed)
+	})
+}
+
+// lineCounter counts the lines written to it.
+type lineCounter struct{ n *int }
+
+func (c lineCounter) Write(p []byte) (int, error) {
+	*c.n += bytes.Count(p, []byte{'\n'})
+	return len(p), nil
+}

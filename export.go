@@ -73,6 +73,13 @@ func (db *DB) Export(ctx context.Context, w io.Writer, opts *ExportOptions) erro
 	if opts == nil {
 		opts = &ExportOptions{}
 	}
+	ctx, stop := db.untilClosed(ctx)
+	defer stop()
+	err := db.export(ctx, w, opts)
+	return closedDuring(ctx, err)
+}
+
+func (db *DB) export(ctx context.Context, w io.Writer, opts *ExportOptions) error {
 	x, err := newExporter(w, opts)
 	if err != nil {
 		return err
