@@ -62,6 +62,12 @@ type Options struct {
 	// GoMemoryLimit has the store hold the Go runtime's soft memory limit while it is open,
 	// unless the program has set one (see HoldGoLimit). Ignored when InMemory is set.
 	GoMemoryLimit bool
+
+	// For tests: gcTicks, when set, starts the background value-log GC rounds of a store
+	// with SyncWrites instead of a ticker of gcInterval (see vloggc.go); vlogFileSize, when
+	// set, replaces BadgerOptions' value-log file size.
+	gcTicks      <-chan time.Time
+	vlogFileSize int64
 }
 
 // syncInterval is how often a store without SyncWrites syncs its logs. The operating
@@ -98,6 +104,11 @@ type DB struct {
 	stopSyncs chan struct{}
 	syncs     sync.WaitGroup
 
+	// stopGC ends the background value-log GC of a store with SyncWrites, gcs waits for it
+	// (see vloggc.go).
+	stopGC chan struct{}
+	gcs    sync.WaitGroup
+
 	group committer // the writes waiting for a group commit (see group.go)
 
 	// commits is read-locked around every commit to Badger, from its call until Badger has
@@ -114,6 +125,9 @@ func Open(o Options) (*DB, error) {
 		return &DB{mem: openMemory()}, nil
 	}
 	bo := BadgerOptions(o.Dir, o.MemoryBudget).WithSyncWrites(o.SyncWrites)
+	if o.vlogFileSize > 0 {
+		bo.ValueLogFileSize = o.vlogFileSize
+	}
 	d := &DB{bo: bo, space: newSpace(o), sync: o.SyncWrites, releaseLimit: func() {}}
 	d.space.onFull = o.OnFull
 	// Deleting files takes no space, so this is done on a full disk too.
@@ -129,6 +143,10 @@ func Open(o Options) (*DB, error) {
 		d.holdGoLimit(o)
 		return d, nil
 	}
+	if !o.SyncWrites {
+		// A failed collection leaves the data where it was, to be opened as it is.
+		_ = gcAtOpen(bo)
+	}
 	bdb, err := badger.Open(bo)
 	if err != nil {
 		return nil, fmt.Errorf("storage: open %q: %w", o.Dir, err)
@@ -139,6 +157,9 @@ func Open(o Options) (*DB, error) {
 	}
 	d.bdb = bdb
 	d.startSyncs()
+	if o.SyncWrites {
+		d.startGC(o.gcTicks)
+	}
 	d.holdGoLimit(o)
 	return d, nil
 }
@@ -313,6 +334,10 @@ func (d *DB) Close() error {
 	if d.stopSyncs != nil {
 		close(d.stopSyncs)
 		d.syncs.Wait()
+	}
+	if d.stopGC != nil { // waits for at most the pass under way
+		close(d.stopGC)
+		d.gcs.Wait()
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()

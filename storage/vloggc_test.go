@@ -1,0 +1,218 @@
+package storage
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// gcTestFileSize is the value-log file size of the GC tests: Badger's smallest, so that a few
+// MiB of values fill several files.
+const gcTestFileSize = 1 << 20
+
+// gcTestValue is the value of key k written in round r: over the value threshold (about
+// 4.8 KiB at the default budget), so it lives in the value log, and different in every round.
+func gcTestValue(k, r int) []byte {
+	v := make([]byte, 8<<10)
+	rng := rand.New(rand.NewPCG(uint64(k), uint64(r)))
+	for i := range v {
+		v[i] = byte(rng.Uint32())
+	}
+	return v
+}
+
+func gcTestKey(k int) []byte { return fmt.Appendf(nil, "key%04d", k) }
+
+// makeGarbage writes keys values in dir, overwrites them rounds-1 times and deletes every
+// fourth, then has Badger compact its tree so that it counts the overwritten values as
+// garbage; it returns what each live key holds. The store is closed when it returns.
+func makeGarbage(t *testing.T, dir string, keys, rounds int) map[string][]byte {
+	t.Helper()
+	db, err := Open(Options{Dir: dir, vlogFileSize: gcTestFileSize})
+	require.NoError(t, err)
+	live := map[string][]byte{}
+	for r := range rounds {
+		for lo := 0; lo < keys; lo += 25 {
+			require.NoError(t, db.Update(func(tx *Txn) error {
+				for k := lo; k < min(lo+25, keys); k++ {
+					v := gcTestValue(k, r)
+					live[string(gcTestKey(k))] = v
+					if err := tx.Set(gcTestKey(k), v); err != nil {
+						return err
+					}
+				}
+				return nil
+			}))
+		}
+	}
+	require.NoError(t, db.Update(func(tx *Txn) error {
+		for k := 0; k < keys; k += 4 {
+			delete(live, string(gcTestKey(k)))
+			if err := tx.Delete(gcTestKey(k)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	require.NoError(t, db.Close())
+
+	// Badger counts a value as garbage when a compaction drops it; a store this small never
+	// compacts on its own, so a Badger instance of the same options flushes its memtable and
+	// compacts level 0 as it closes.
+	bo := BadgerOptions(dir, 0).WithValueLogFileSize(gcTestFileSize).WithCompactL0OnClose(true)
+	bdb, err := badger.Open(bo)
+	require.NoError(t, err)
+	require.NoError(t, bdb.Close())
+	require.True(t, gcPending(dir), "Badger's discard statistics count no file as garbage")
+	return live
+}
+
+// vlogBytes is the size of the value-log files in dir, a closed store's.
+func vlogBytes(t *testing.T, dir string) int64 {
+	t.Helper()
+	logs, err := filepath.Glob(filepath.Join(dir, "*.vlog"))
+	require.NoError(t, err)
+	var n int64
+	for _, l := range logs {
+		st, err := os.Stat(l)
+		require.NoError(t, err)
+		n += st.Size()
+	}
+	return n
+}
+
+// requireLive checks that db holds exactly the keys and values of live, byte for byte.
+func requireLive(t *testing.T, db *DB, live map[string][]byte) {
+	t.Helper()
+	var seen int
+	require.NoError(t, db.View(func(tx *Txn) error {
+		it := tx.Scan([]byte("key"), []byte("kez"))
+		defer it.Close()
+		for it.Next() {
+			seen++
+			want, ok := live[string(it.Key())]
+			require.True(t, ok, "deleted key %s is back", it.Key())
+			require.NoError(t, it.Value(func(v []byte) error {
+				require.Equal(t, want, v, "value of %s", it.Key())
+				return nil
+			}))
+		}
+		return nil
+	}))
+	require.Equal(t, len(live), seen)
+	require.NoError(t, db.View(func(tx *Txn) error {
+		for k, want := range live {
+			found, err := tx.Get([]byte(k), func(v []byte) error {
+				require.Equal(t, want, v, "value of %s", k)
+				return nil
+			})
+			require.NoError(t, err)
+			require.True(t, found, k)
+		}
+		return nil
+	}))
+}
+
+// Without SyncWrites, Open collects on a temporary instance with SyncWrites before it opens
+// the store: the value logs shrink and every live value reads back.
+func TestValueLogGCAtOpen(t *testing.T) {
+	dir := t.TempDir()
+	live := makeGarbage(t, dir, 100, 6)
+	before := vlogBytes(t, dir)
+
+	db, err := Open(Options{Dir: dir, vlogFileSize: gcTestFileSize})
+	require.NoError(t, err)
+	requireLive(t, db, live)
+	require.NoError(t, db.Close())
+
+	after := vlogBytes(t, dir)
+	t.Logf("value logs: %d bytes before, %d after; %d live values of 8 KiB", before, after, len(live))
+	assert.Less(t, after, before-2*gcTestFileSize, "at least two files given back")
+
+	db, err = Open(Options{Dir: dir, vlogFileSize: gcTestFileSize})
+	require.NoError(t, err)
+	requireLive(t, db, live)
+	require.NoError(t, db.Close())
+}
+
+// With SyncWrites, the store collects in the background, on the ticks it is given.
+func TestValueLogGCInBackground(t *testing.T) {
+	dir := t.TempDir()
+	live := makeGarbage(t, dir, 100, 6)
+	before := vlogBytes(t, dir)
+
+	ticks := make(chan time.Time)
+	db, err := Open(Options{Dir: dir, SyncWrites: true, gcTicks: ticks, vlogFileSize: gcTestFileSize})
+	require.NoError(t, err)
+	ticks <- time.Time{}
+	ticks <- time.Time{} // received once the first round is over
+	requireLive(t, db, live)
+	require.NoError(t, db.Close())
+
+	after := vlogBytes(t, dir)
+	t.Logf("value logs: %d bytes before, %d after; %d live values of 8 KiB", before, after, len(live))
+	assert.Less(t, after, before-2*gcTestFileSize, "at least two files given back")
+
+	db, err = Open(Options{Dir: dir, SyncWrites: true, gcTicks: make(chan time.Time), vlogFileSize: gcTestFileSize})
+	require.NoError(t, err)
+	requireLive(t, db, live)
+	require.NoError(t, db.Close())
+}
+
+// Close stops a round between passes, and no round runs after it.
+func TestValueLogGCStopsAtClose(t *testing.T) {
+	dir := t.TempDir()
+	live := makeGarbage(t, dir, 100, 6)
+
+	ticks := make(chan time.Time)
+	db, err := Open(Options{Dir: dir, SyncWrites: true, gcTicks: ticks, vlogFileSize: gcTestFileSize})
+	require.NoError(t, err)
+	passes := make(chan struct{}, gcPasses)
+	old := afterGCPass
+	t.Cleanup(func() { afterGCPass = old })
+	afterGCPass = func() {
+		passes <- struct{}{}
+		<-db.stopGC // hold the round until Close has asked it to stop
+	}
+	ticks <- time.Time{}
+	<-passes
+	require.NoError(t, db.Close())
+	assert.Empty(t, passes, "a pass ran after Close asked the round to stop")
+	select {
+	case ticks <- time.Time{}:
+		t.Fatal("a round started after Close")
+	default:
+	}
+	assert.True(t, gcPending(dir), "the round went on after its first pass")
+
+	db, err = Open(Options{Dir: dir, SyncWrites: true, gcTicks: make(chan time.Time), vlogFileSize: gcTestFileSize})
+	require.NoError(t, err)
+	requireLive(t, db, live)
+	require.NoError(t, db.Close())
+}
+
+// gcPending reads Badger's discard statistics; if their format changed, Open would stop
+// collecting, which this test would show.
+func TestGCPendingReadsDiscardStats(t *testing.T) {
+	dir := t.TempDir()
+	assert.False(t, gcPending(dir), "no DISCARD file")
+	db, err := Open(Options{Dir: dir})
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+	assert.False(t, gcPending(dir), "an empty store")
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	assert.Contains(t, strings.Join(names, " "), "DISCARD", "where gcPending looks")
+}
