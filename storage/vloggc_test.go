@@ -1,11 +1,13 @@
 package storage
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -152,8 +154,55 @@ func TestValueLogGCInBackground(t *testing.T) {
 	ticks := make(chan time.Time)
 	db, err := Open(Options{Dir: dir, SyncWrites: true, gcTicks: ticks, vlogFileSize: gcTestFileSize})
 	require.NoError(t, err)
+	// Reads and writes go on while the round runs: no read fails or sees another value,
+	// though the files the values were in go away.
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			for k, want := range live {
+				err := db.View(func(tx *Txn) error {
+					found, err := tx.Get([]byte(k), func(v []byte) error {
+						if !bytes.Equal(want, v) {
+							return fmt.Errorf("%s changed", k)
+						}
+						return nil
+					})
+					if err == nil && !found {
+						err = fmt.Errorf("%s is gone", k)
+					}
+					return err
+				})
+				if !assert.NoError(t, err) {
+					return
+				}
+			}
+		}
+	})
+	wg.Go(func() {
+		for r := 0; ; r++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			err := db.Update(func(tx *Txn) error {
+				return tx.Set([]byte("other"), gcTestValue(-1, r))
+			})
+			if !assert.NoError(t, err) {
+				return
+			}
+		}
+	})
 	ticks <- time.Time{}
 	ticks <- time.Time{} // received once the first round is over
+	close(done)
+	wg.Wait()
 	requireLive(t, db, live)
 	require.NoError(t, db.Close())
 
