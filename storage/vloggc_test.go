@@ -265,3 +265,21 @@ func TestGCPendingReadsDiscardStats(t *testing.T) {
 	}
 	assert.Contains(t, strings.Join(names, " "), "DISCARD", "where gcPending looks")
 }
+
+// A commit of a large value syncs only the value logs that may hold unsynced writes: those
+// from the newest at the last sync on (with small files there are many complete ones).
+func TestSyncValueLogsSkipsCompleteFiles(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(Options{Dir: dir, vlogFileSize: gcTestFileSize})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, db.Close()) }()
+	for k := range 400 { // 3.2 MiB: three files or more
+		require.NoError(t, db.Update(func(tx *Txn) error { return tx.Set(gcTestKey(k), gcTestValue(k, 0)) }))
+	}
+	logs, err := filepath.Glob(filepath.Join(dir, "*.vlog"))
+	require.NoError(t, err)
+	require.Greater(t, len(logs), 3)
+	db.commits.Lock()
+	defer db.commits.Unlock()
+	assert.Equal(t, fmt.Sprintf("%06d.vlog", db.vlogSynced), filepath.Base(logs[len(logs)-1]), "synced up to the newest file")
+}
