@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -31,14 +32,19 @@ func gcTestValue(k, r int) []byte {
 	return v
 }
 
-func gcTestKey(k int) []byte { return fmt.Appendf(nil, "key%04d", k) }
+func gcTestKey(k int) []byte { return fmt.Appendf(nil, "key%06d", k) }
 
 // makeGarbage writes keys values in dir, overwrites them rounds-1 times and deletes every
 // fourth, then has Badger compact its tree so that it counts the overwritten values as
 // garbage; it returns what each live key holds. The store is closed when it returns.
-func makeGarbage(t *testing.T, dir string, keys, rounds int) map[string][]byte {
+func makeGarbage(t testing.TB, dir string, keys, rounds int) map[string][]byte {
 	t.Helper()
-	db, err := Open(Options{Dir: dir, vlogFileSize: gcTestFileSize})
+	return makeGarbageSized(t, dir, keys, rounds, gcTestFileSize)
+}
+
+func makeGarbageSized(t testing.TB, dir string, keys, rounds int, fileSize int64) map[string][]byte {
+	t.Helper()
+	db, err := Open(Options{Dir: dir, vlogFileSize: fileSize})
 	require.NoError(t, err)
 	live := map[string][]byte{}
 	for r := range rounds {
@@ -55,21 +61,23 @@ func makeGarbage(t *testing.T, dir string, keys, rounds int) map[string][]byte {
 			}))
 		}
 	}
-	require.NoError(t, db.Update(func(tx *Txn) error {
-		for k := 0; k < keys; k += 4 {
-			delete(live, string(gcTestKey(k)))
-			if err := tx.Delete(gcTestKey(k)); err != nil {
-				return err
+	for lo := 0; lo < keys; lo += 4000 {
+		require.NoError(t, db.Update(func(tx *Txn) error {
+			for k := lo; k < min(lo+4000, keys); k += 4 {
+				delete(live, string(gcTestKey(k)))
+				if err := tx.Delete(gcTestKey(k)); err != nil {
+					return err
+				}
 			}
-		}
-		return nil
-	}))
+			return nil
+		}))
+	}
 	require.NoError(t, db.Close())
 
 	// Badger counts a value as garbage when a compaction drops it; a store this small never
 	// compacts on its own, so a Badger instance of the same options flushes its memtable and
 	// compacts level 0 as it closes.
-	bo := BadgerOptions(dir, 0).WithValueLogFileSize(gcTestFileSize).WithCompactL0OnClose(true)
+	bo := BadgerOptions(dir, 0).WithValueLogFileSize(fileSize).WithCompactL0OnClose(true)
 	bdb, err := badger.Open(bo)
 	require.NoError(t, err)
 	require.NoError(t, bdb.Close())
@@ -78,7 +86,7 @@ func makeGarbage(t *testing.T, dir string, keys, rounds int) map[string][]byte {
 }
 
 // vlogBytes is the size of the value-log files in dir, a closed store's.
-func vlogBytes(t *testing.T, dir string) int64 {
+func vlogBytes(t testing.TB, dir string) int64 {
 	t.Helper()
 	logs, err := filepath.Glob(filepath.Join(dir, "*.vlog"))
 	require.NoError(t, err)
@@ -282,4 +290,51 @@ func TestSyncValueLogsSkipsCompleteFiles(t *testing.T) {
 	db.commits.Lock()
 	defer db.commits.Unlock()
 	assert.Equal(t, fmt.Sprintf("%06d.vlog", db.vlogSynced), filepath.Base(logs[len(logs)-1]), "synced up to the newest file")
+}
+
+// BenchmarkOpenGC is the cost of an Open without SyncWrites that collects (a store whose
+// value logs, of TABULA_BENCH_VLOG_MIB MiB each, default 1, hold five files of garbage in six,
+// of which it rewrites up to gcPasses) against one that finds nothing to collect (the same
+// store after collecting). Each iteration opens a fresh copy of the store; only Open is timed.
+func BenchmarkOpenGC(b *testing.B) {
+	mib := int64(1)
+	if v := os.Getenv("TABULA_BENCH_VLOG_MIB"); v != "" {
+		var err error
+		mib, err = strconv.ParseInt(v, 10, 64)
+		require.NoError(b, err)
+	}
+	fileSize := mib << 20
+	garbage := b.TempDir()
+	makeGarbageSized(b, garbage, int(fileSize/(8<<10)), 6, fileSize)
+	clean := b.TempDir()
+	require.NoError(b, os.CopyFS(clean, os.DirFS(garbage)))
+	for i := 0; gcPending(clean); i++ {
+		require.Less(b, i, 3, "Open keeps finding garbage")
+		db, err := Open(Options{Dir: clean, vlogFileSize: fileSize})
+		require.NoError(b, err)
+		require.NoError(b, db.Close())
+	}
+
+	for _, bc := range []struct {
+		name, dir string
+	}{{"collect", garbage}, {"nothing", clean}} {
+		b.Run(bc.name, func(b *testing.B) {
+			var freed int64
+			for b.Loop() {
+				b.StopTimer()
+				dir := filepath.Join(b.TempDir(), "db")
+				require.NoError(b, os.CopyFS(dir, os.DirFS(bc.dir)))
+				before := vlogBytes(b, dir)
+				b.StartTimer()
+				db, err := Open(Options{Dir: dir, vlogFileSize: fileSize})
+				b.StopTimer()
+				require.NoError(b, err)
+				require.NoError(b, db.Close())
+				freed += before - vlogBytes(b, dir)
+				require.NoError(b, os.RemoveAll(dir))
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(freed)/float64(b.N)/(1<<20), "MiB-freed/op")
+		})
+	}
 }
