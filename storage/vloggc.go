@@ -42,9 +42,13 @@ import (
 // that found the old pointer before the copy and reads the value after (Badger's Txn.Get,
 // unlike its iterators, does not keep files from deletion).
 //
-// Badger counts a dropped value only when a compaction drops it, so a store whose tree is
-// rarely compacted (few writes, or writes of large values only, whose tree entries are
-// pointers) counts its garbage late.
+// Badger counts a value as garbage only when a compaction drops it, and a store whose writes
+// are mostly large values has a tree of pointers that fills a memtable only every 20,000 or
+// so writes and compacts level 0 every five of those: its garbage would be counted late, a
+// GiB or more of it. So a store whose value log is past its first file compacts level 0 as it
+// closes (Badger's CompactL0OnClose: level 0, at most a few memtables, into the level below),
+// and a background round that finds nothing to collect has Badger compact a small tree
+// (countGarbage) and looks again.
 const (
 	// gcDiscardRatio is the share of a file that must be garbage for a pass to rewrite it:
 	// a pass copies at most half a file to give back at least half of one, and the value
@@ -55,6 +59,9 @@ const (
 	gcPasses = 4
 	// gcInterval is how often a store with SyncWrites runs a round.
 	gcInterval = time.Minute
+	// gcCountTree is the largest tree below level 0 that a round has Badger compact to
+	// count garbage (countGarbage).
+	gcCountTree = 64 << 20
 )
 
 // gcPass runs one pass of Badger's value-log GC on bdb, which must have SyncWrites, and
@@ -173,6 +180,9 @@ func (d *DB) collectGarbage() (files int, err error) {
 		}
 		d.mu.RLock()
 		deleteOld, err := gcPass(d.bdb, d.bo.ValueDir)
+		if err == nil && deleteOld == nil && files == 0 && countGarbage(d.bdb) {
+			deleteOld, err = gcPass(d.bdb, d.bo.ValueDir)
+		}
 		d.mu.RUnlock()
 		if err != nil || deleteOld == nil {
 			return files, err
@@ -192,3 +202,34 @@ func (d *DB) collectGarbage() (files int, err error) {
 // afterGCPass is called after each pass of a background round that gave a file back; tests
 // set it.
 var afterGCPass = func() {}
+
+// countGarbage has Badger compact level 0 into the one level below it that holds data, when
+// that level is at most gcCountTree, so that the compaction counts the values it drops as
+// garbage; it reports whether it did. Badger's Flatten does that in one compaction only in
+// such a tree (in a deeper one it would compact every level in turn).
+func countGarbage(bdb *badger.DB) bool {
+	var l0 bool
+	var below int
+	var size int64
+	for _, l := range bdb.Levels() {
+		switch {
+		case l.NumTables == 0:
+		case l.Level == 0:
+			l0 = true
+		default:
+			below++
+			size += l.Size
+		}
+	}
+	if !l0 || below != 1 || size > gcCountTree {
+		return false
+	}
+	return bdb.Flatten(1) == nil
+}
+
+// compactL0OnClose says whether a store in dir should compact level 0 as it closes: when
+// its value log is past its first file (see above).
+func compactL0OnClose(dir string) bool {
+	logs, err := filepath.Glob(filepath.Join(dir, "*.vlog"))
+	return err == nil && len(logs) > 1
+}

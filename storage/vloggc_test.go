@@ -338,3 +338,77 @@ func BenchmarkOpenGC(b *testing.B) {
 		})
 	}
 }
+
+// A background round that finds nothing counted has Badger compact a small tree, which counts
+// the garbage, and collects it.
+func TestValueLogGCCountsInBackground(t *testing.T) {
+	dir := t.TempDir()
+	bo := BadgerOptions(dir, 0).WithValueLogFileSize(gcTestFileSize)
+	live := map[string][]byte{}
+	write := func(rounds []int, compactL0 bool) {
+		bdb, err := badger.Open(bo.WithCompactL0OnClose(compactL0))
+		require.NoError(t, err)
+		for _, r := range rounds {
+			for lo := 0; lo < 100; lo += 25 {
+				require.NoError(t, bdb.Update(func(tx *badger.Txn) error {
+					for k := lo; k < lo+25; k++ {
+						if k%4 == 0 && r == 5 {
+							delete(live, string(gcTestKey(k)))
+							if err := tx.Delete(gcTestKey(k)); err != nil {
+								return err
+							}
+							continue
+						}
+						live[string(gcTestKey(k))] = gcTestValue(k, r)
+						if err := tx.Set(gcTestKey(k), gcTestValue(k, r)); err != nil {
+							return err
+						}
+					}
+					return nil
+				}))
+			}
+		}
+		require.NoError(t, bdb.Close())
+	}
+	write([]int{0}, true)              // below level 0, no garbage
+	write([]int{1, 2, 3, 4, 5}, false) // in level 0, not counted
+	require.False(t, gcPending(dir))
+	before := vlogBytes(t, dir)
+
+	ticks := make(chan time.Time)
+	db, err := Open(Options{Dir: dir, SyncWrites: true, gcTicks: ticks, vlogFileSize: gcTestFileSize})
+	require.NoError(t, err)
+	ticks <- time.Time{}
+	ticks <- time.Time{}
+	requireLive(t, db, live)
+	require.NoError(t, db.Close())
+	after := vlogBytes(t, dir)
+	t.Logf("value logs: %d bytes before, %d after; %d live values of 8 KiB", before, after, len(live))
+	assert.Less(t, after, before-2*gcTestFileSize, "at least two files given back")
+}
+
+// A store whose value log is past its first file compacts level 0 as it closes, which counts
+// the garbage for the next Open to collect.
+func TestCloseCountsGarbage(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(Options{Dir: dir, vlogFileSize: gcTestFileSize})
+	require.NoError(t, err)
+	for r := range 6 {
+		for k := range 100 {
+			require.NoError(t, db.Update(func(tx *Txn) error { return tx.Set(gcTestKey(k), gcTestValue(k, r)) }))
+		}
+	}
+	require.NoError(t, db.Close()) // opened with one value-log file: level 0 stays
+	require.False(t, gcPending(dir))
+	before := vlogBytes(t, dir)
+
+	db, err = Open(Options{Dir: dir, vlogFileSize: gcTestFileSize})
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+	require.True(t, gcPending(dir), "Close counted no garbage")
+
+	db, err = Open(Options{Dir: dir, vlogFileSize: gcTestFileSize})
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+	assert.Less(t, vlogBytes(t, dir), before-2*gcTestFileSize, "at least two files given back")
+}
