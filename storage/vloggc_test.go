@@ -1,20 +1,25 @@
 package storage
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/tabuladb/tabula/internal/lazyfs"
 )
 
 // gcTestFileSize is the value-log file size of the GC tests: Badger's smallest, so that a few
@@ -411,4 +416,184 @@ func TestCloseCountsGarbage(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, db.Close())
 	assert.Less(t, vlogBytes(t, dir), before-2*gcTestFileSize, "at least two files given back")
+}
+
+// The power-cut test of value-log GC: a child process collects while it overwrites values,
+// on lazyfs (internal/lazyfs), and is killed at random moments with the power cut, which
+// loses every write no fsync made durable. Stable values, written before the test and
+// never overwritten, sit among the garbage that GC rewrites, so GC copies them and deletes
+// the files they were in: after every cut each must read back byte for byte, and every
+// overwritten key must hold one of the values written to it (with SyncWrites, the last
+// acknowledged one or a later one). Without SyncWrites the child collects as it opens the
+// store, with it in the background while it writes. TABULA_POWER_CUTS and
+// TABULA_POWER_STRICT as in the root package's powerloss_test.go; 3 cuts per mode by
+// default, 1 with -short.
+const gcPowerChildEnv = "TABULA_GC_POWER_CHILD"
+
+// gcStableKey is the key of stable value i.
+func gcStableKey(i int) []byte { return fmt.Appendf(nil, "stable%03d", i) }
+
+func TestValueLogGCPowerCut(t *testing.T) {
+	if os.Getenv(gcPowerChildEnv) != "" {
+		t.Skip("the child's own run")
+	}
+	if err := lazyfs.Available(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI is set and %v", err)
+		}
+		t.Skip(err)
+	}
+	cuts := 3
+	if testing.Short() {
+		cuts = 1
+	}
+	if s := os.Getenv("TABULA_POWER_CUTS"); s != "" {
+		var err error
+		cuts, err = strconv.Atoi(s)
+		require.NoError(t, err, "TABULA_POWER_CUTS")
+	}
+	for _, syncWrites := range []bool{false, true} {
+		t.Run(fmt.Sprintf("SyncWrites=%v", syncWrites), func(t *testing.T) {
+			base := t.TempDir()
+			backing, mnt := filepath.Join(base, "backing"), filepath.Join(base, "mnt")
+			require.NoError(t, os.Mkdir(mnt, 0o755))
+			// Six rounds over 100 keys with a stable value in every commit, then counted
+			// as garbage (see makeGarbage).
+			stable := map[string][]byte{}
+			db, err := Open(Options{Dir: backing, vlogFileSize: gcTestFileSize})
+			require.NoError(t, err)
+			for r := range 6 {
+				for lo := 0; lo < 100; lo += 25 {
+					require.NoError(t, db.Update(func(tx *Txn) error {
+						i := len(stable)
+						stable[string(gcStableKey(i))] = gcTestValue(-1-i, 0)
+						if err := tx.Set(gcStableKey(i), gcTestValue(-1-i, 0)); err != nil {
+							return err
+						}
+						for k := lo; k < lo+25; k++ {
+							if err := tx.Set(gcTestKey(k), gcTestValue(k, r)); err != nil {
+								return err
+							}
+						}
+						return nil
+					}))
+				}
+			}
+			require.NoError(t, db.Close())
+			bdb, err := badger.Open(BadgerOptions(backing, 0).WithValueLogFileSize(gcTestFileSize).WithCompactL0OnClose(true))
+			require.NoError(t, err)
+			require.NoError(t, bdb.Close())
+			require.True(t, gcPending(backing))
+
+			rng := rand.New(rand.NewPCG(11, 12))
+			acked := map[int]int{} // key to the round of its last acknowledged write
+			round := 100           // the child's rounds start here, and go on after each cut
+			var collected int
+			for range cuts {
+				fsys, err := lazyfs.Mount(backing, mnt, &lazyfs.Options{Strict: os.Getenv("TABULA_POWER_STRICT") == "1"})
+				require.NoError(t, err)
+				cmd := exec.Command(os.Args[0], "-test.run=^TestValueLogGCPowerChild$")
+				cmd.Env = append(os.Environ(), gcPowerChildEnv+"="+mnt, "TABULA_GC_POWER_ROUND="+strconv.Itoa(round),
+					"TABULA_GC_POWER_SYNC="+strconv.FormatBool(syncWrites))
+				cmd.Stderr = os.Stderr
+				out, err := cmd.StdoutPipe()
+				require.NoError(t, err)
+				require.NoError(t, cmd.Start())
+				lines := bufio.NewScanner(out)
+				n := 1 + rng.IntN(40) // the events to let by before the cut
+				for lines.Scan() {
+					var r, lo int
+					if _, err := fmt.Sscanf(lines.Text(), "ack %d %d", &r, &lo); err == nil {
+						for k := lo; k < lo+25; k++ {
+							acked[k] = r
+						}
+						round = max(round, r+1)
+					}
+					if strings.HasPrefix(lines.Text(), "gc ") {
+						collected++
+					}
+					if n--; n == 0 {
+						require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+						fsys.Cut()
+					}
+				}
+				_ = cmd.Wait()
+				require.Zero(t, n > 0, "the child stopped before the cut")
+				require.NoError(t, fsys.Unmount())
+
+				// What the disk held at the cut: it must open, and hold every stable value.
+				db, err := Open(Options{Dir: backing, SyncWrites: true, gcTicks: make(chan time.Time), vlogFileSize: gcTestFileSize})
+				require.NoError(t, err, "the directory must open after a power cut")
+				require.NoError(t, db.View(func(tx *Txn) error {
+					for k, want := range stable {
+						found, err := tx.Get([]byte(k), func(v []byte) error {
+							require.Equal(t, want, v, "stable value %s", k)
+							return nil
+						})
+						require.NoError(t, err, "stable value %s", k)
+						require.True(t, found, "stable value %s is lost", k)
+					}
+					for k := range 100 {
+						found, err := tx.Get(gcTestKey(k), func(v []byte) error {
+							for r := round - 1; r >= 0; r-- {
+								if bytes.Equal(v, gcTestValue(k, r)) {
+									if syncWrites {
+										require.GreaterOrEqual(t, r, acked[k], "key %d lost its acknowledged round", k)
+									}
+									return nil
+								}
+							}
+							return fmt.Errorf("key %d holds a value never written to it", k)
+						})
+						require.NoError(t, err)
+						require.True(t, found, "key %d is lost", k)
+					}
+					return nil
+				}))
+				require.NoError(t, db.Close())
+			}
+			t.Logf("%d cuts, %d value-log files collected before them", cuts, collected)
+		})
+	}
+}
+
+// TestValueLogGCPowerChild is the child of TestValueLogGCPowerCut: it opens the store,
+// overwrites every key once, and closes it, forever, printing an event line after each step
+// ("ack <round> <first key>" for each acknowledged write, "gc" for each file collected)
+// until it is killed.
+func TestValueLogGCPowerChild(t *testing.T) {
+	dir := os.Getenv(gcPowerChildEnv)
+	if dir == "" {
+		t.Skip("run by TestValueLogGCPowerCut")
+	}
+	round, err := strconv.Atoi(os.Getenv("TABULA_GC_POWER_ROUND"))
+	require.NoError(t, err)
+	syncWrites := os.Getenv("TABULA_GC_POWER_SYNC") == "true"
+	afterGCPass = func() { fmt.Println("gc pass") }
+	for ; ; round++ {
+		ticks := make(chan time.Time)
+		before := vlogBytes(t, dir)
+		db, err := Open(Options{Dir: dir, SyncWrites: syncWrites, gcTicks: ticks, vlogFileSize: gcTestFileSize})
+		require.NoError(t, err)
+		if !syncWrites && vlogBytes(t, dir) < before {
+			fmt.Println("gc at open")
+		}
+		fmt.Println("opened")
+		for lo := 0; lo < 100; lo += 25 {
+			if syncWrites {
+				ticks <- time.Time{} // a round runs beside the writes that follow
+			}
+			require.NoError(t, db.Update(func(tx *Txn) error {
+				for k := lo; k < lo+25; k++ {
+					if err := tx.Set(gcTestKey(k), gcTestValue(k, round)); err != nil {
+						return err
+					}
+				}
+				return nil
+			}))
+			fmt.Printf("ack %d %d\n", round, lo)
+		}
+		require.NoError(t, db.Close())
+		fmt.Println("closed")
+	}
 }
