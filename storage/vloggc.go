@@ -108,6 +108,7 @@ func gcAtOpen(bo badger.Options) error {
 			break
 		}
 		deleteOld()
+		afterGCPass()
 	}
 	return bdb.Close()
 }
@@ -199,8 +200,7 @@ func (d *DB) collectGarbage() (files int, err error) {
 	return files, nil
 }
 
-// afterGCPass is called after each pass of a background round that gave a file back; tests
-// set it.
+// afterGCPass is called after each pass that gave a file back; tests set it.
 var afterGCPass = func() {}
 
 // countGarbage has Badger compact level 0 into the one level below it that holds data, when
