@@ -150,7 +150,7 @@ func Open(o Options) (*DB, error) {
 		// A failed collection leaves the data where it was, to be opened as it is.
 		_ = gcAtOpen(bo)
 	}
-	bdb, err := badger.Open(bo.WithCompactL0OnClose(compactL0OnClose(bo.ValueDir, bo.ValueLogFileSize)))
+	bdb, err := badger.Open(bo.WithCompactL0OnClose(worthCounting(bo.ValueDir, bo.ValueLogFileSize)))
 	if err != nil {
 		return nil, fmt.Errorf("storage: open %q: %w", o.Dir, err)
 	}

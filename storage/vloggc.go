@@ -47,8 +47,8 @@ import (
 // so writes and compacts level 0 every five of those: its garbage would be counted late, a
 // GiB or more of it. So a store whose value log is past its first file and whose tree is
 // small compacts level 0 as it closes (Badger's CompactL0OnClose: level 0, a few memtables,
-// into the level below; see compactL0OnClose), and a background round that finds nothing to
-// collect has Badger compact a small tree (countGarbage) and looks again.
+// into the level below), and a background round that finds nothing to collect has Badger
+// compact such a tree (countGarbage) and looks again (see worthCounting).
 const (
 	// gcDiscardRatio is the share of a file that must be garbage for a pass to rewrite it:
 	// a pass copies at most half a file to give back at least half of one, and the value
@@ -181,7 +181,8 @@ func (d *DB) collectGarbage() (files int, err error) {
 		}
 		d.mu.RLock()
 		deleteOld, err := gcPass(d.bdb, d.bo.ValueDir)
-		if err == nil && deleteOld == nil && files == 0 && countGarbage(d.bdb) {
+		if err == nil && deleteOld == nil && files == 0 &&
+			worthCounting(d.bo.ValueDir, d.bo.ValueLogFileSize) && countGarbage(d.bdb) {
 			deleteOld, err = gcPass(d.bdb, d.bo.ValueDir)
 		}
 		d.mu.RUnlock()
@@ -227,15 +228,26 @@ func countGarbage(bdb *badger.DB) bool {
 	return bdb.Flatten(1) == nil
 }
 
-// compactL0OnClose says whether a store in dir whose value-log files are of fileSize bytes
-// should compact level 0 as it closes: when its value log holds more than a file and its
-// tree (the table files) is small, at most gcCountTree and an eighth of the value log, so
-// mostly pointers. That bounds what Close spends on it: with 1 KiB values in the tree it
-// took Close from 0.06-0.1 s to 0.5-0.7 s at 60 MB, from 0.1-0.25 s to 0.75-1.3 s at 300 MB
-// (level 0 of 6-10 tables; load 6); a tree with that many small values compacts often
-// enough by itself.
-func compactL0OnClose(dir string, fileSize int64) bool {
-	vlog, tree := filesBytes(dir, "*.vlog"), filesBytes(dir, "*.sst")
+// worthCounting says whether a store in dir whose value-log files are of fileSize bytes should
+// have Badger compact level 0 to count garbage (as it closes, and in a round that finds none
+// counted): when its value log holds more than a file besides the newest (the one written
+// to, preallocated while open) and its tree (the table files) is small, at most gcCountTree
+// and an eighth of the value log, so mostly pointers. That bounds what it costs: compacting
+// level 0 as Badger closes, with 1 KiB values in the tree, took Close from 0.06-0.1 s to
+// 0.5-0.7 s at 60 MB, from 0.1-0.25 s to 0.75-1.3 s at 300 MB (level 0 of 6-10 tables; load
+// 6); a tree with that many small values compacts often enough by itself, and a store
+// without large values has nothing to count.
+func worthCounting(dir string, fileSize int64) bool {
+	logs, _ := filepath.Glob(filepath.Join(dir, "*.vlog"))
+	var vlog, newest int64
+	for _, name := range logs { // named by zero-padded number: the last is the newest
+		if st, err := os.Stat(name); err == nil {
+			vlog += st.Size()
+			newest = st.Size()
+		}
+	}
+	vlog -= newest
+	tree := filesBytes(dir, "*.sst")
 	return vlog > fileSize && tree <= gcCountTree && tree <= vlog/8
 }
 
