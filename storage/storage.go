@@ -62,6 +62,12 @@ type Options struct {
 	// GoMemoryLimit has the store hold the Go runtime's soft memory limit while it is open,
 	// unless the program has set one (see HoldGoLimit). Ignored when InMemory is set.
 	GoMemoryLimit bool
+
+	// For tests: gcTicks, when set, starts the background value-log GC rounds of a store
+	// with SyncWrites instead of a ticker of gcInterval (see vloggc.go); vlogFileSize, when
+	// set, replaces BadgerOptions' value-log file size.
+	gcTicks      <-chan time.Time
+	vlogFileSize int64
 }
 
 // syncInterval is how often a store without SyncWrites syncs its logs. The operating
@@ -98,12 +104,20 @@ type DB struct {
 	stopSyncs chan struct{}
 	syncs     sync.WaitGroup
 
+	// stopGC ends the background value-log GC of a store with SyncWrites, gcs waits for it
+	// (see vloggc.go).
+	stopGC chan struct{}
+	gcs    sync.WaitGroup
+
 	group committer // the writes waiting for a group commit (see group.go)
 
 	// commits is read-locked around every commit to Badger, from its call until Badger has
 	// written it to its logs, and locked by syncLogs, which needs no commit in between, and
 	// by a commit that puts values in the value log (see commit).
 	commits sync.RWMutex
+	// vlogSynced is the oldest value log file that syncValueLogs must sync: older ones were
+	// complete when a sync reached them. Guarded by commits, locked.
+	vlogSynced uint64
 
 	releaseLimit func() // stops counting the store in the Go memory limit (see HoldGoLimit)
 }
@@ -114,6 +128,9 @@ func Open(o Options) (*DB, error) {
 		return &DB{mem: openMemory()}, nil
 	}
 	bo := BadgerOptions(o.Dir, o.MemoryBudget).WithSyncWrites(o.SyncWrites)
+	if o.vlogFileSize > 0 {
+		bo.ValueLogFileSize = o.vlogFileSize
+	}
 	d := &DB{bo: bo, space: newSpace(o), sync: o.SyncWrites, releaseLimit: func() {}}
 	d.space.onFull = o.OnFull
 	// Deleting files takes no space, so this is done on a full disk too.
@@ -129,7 +146,11 @@ func Open(o Options) (*DB, error) {
 		d.holdGoLimit(o)
 		return d, nil
 	}
-	bdb, err := badger.Open(bo)
+	if !o.SyncWrites {
+		// A failed collection leaves the data where it was, to be opened as it is.
+		_ = gcAtOpen(bo)
+	}
+	bdb, err := badger.Open(bo.WithCompactL0OnClose(worthCounting(bo.ValueDir, bo.ValueLogFileSize)))
 	if err != nil {
 		return nil, fmt.Errorf("storage: open %q: %w", o.Dir, err)
 	}
@@ -139,6 +160,9 @@ func Open(o Options) (*DB, error) {
 	}
 	d.bdb = bdb
 	d.startSyncs()
+	if o.SyncWrites {
+		d.startGC(o.gcTicks)
+	}
 	d.holdGoLimit(o)
 	return d, nil
 }
@@ -246,20 +270,31 @@ func (d *DB) syncLogs() error {
 	defer d.mu.RUnlock()
 	d.commits.Lock()
 	defer d.commits.Unlock()
-	if err := syncValueLogs(d.bo.ValueDir); err != nil {
+	if err := d.syncValueLogs(); err != nil {
 		return err
 	}
 	return d.bdb.Sync()
 }
 
-// syncValueLogs fsyncs every value log file in dir. An fsync through a descriptor of its
-// own makes the file's content durable, the pages Badger wrote through its mapping too.
-func syncValueLogs(dir string) error {
-	logs, err := filepath.Glob(filepath.Join(dir, "*.vlog"))
+// syncValueLogs fsyncs the value log files that may hold unsynced writes. An fsync through
+// a descriptor of its own makes the file's content durable, the pages Badger wrote through
+// its mapping too. Badger writes only to its newest file, so a file older than the newest at
+// one sync is complete and synced by it, and is skipped from then on: an fsync costs about
+// 0.25 ms even for a file with nothing to write (2 cores, ext4 on virtio; 71 ms for 256
+// files), which every commit of a large value would otherwise pay once per file.
+// Called with commits locked.
+func (d *DB) syncValueLogs() error {
+	logs, err := filepath.Glob(filepath.Join(d.bo.ValueDir, "*.vlog"))
 	if err != nil {
 		return err
 	}
+	newest := d.vlogSynced
 	for _, name := range logs {
+		fid, err := strconv.ParseUint(strings.TrimSuffix(filepath.Base(name), ".vlog"), 10, 32)
+		if err != nil || fid < d.vlogSynced {
+			continue
+		}
+		newest = max(newest, fid)
 		f, err := os.Open(name)
 		if err != nil {
 			return err
@@ -272,6 +307,7 @@ func syncValueLogs(dir string) error {
 			return fmt.Errorf("storage: sync %s: %w", name, err)
 		}
 	}
+	d.vlogSynced = newest
 	return nil
 }
 
@@ -300,7 +336,7 @@ func (d *DB) commit(txn *badger.Txn, valueLog bool) error {
 	if err := txn.Commit(); err != nil {
 		return err
 	}
-	_ = syncValueLogs(d.bo.ValueDir)
+	_ = d.syncValueLogs()
 	return nil
 }
 
@@ -313,6 +349,10 @@ func (d *DB) Close() error {
 	if d.stopSyncs != nil {
 		close(d.stopSyncs)
 		d.syncs.Wait()
+	}
+	if d.stopGC != nil { // waits for at most the pass under way
+		close(d.stopGC)
+		d.gcs.Wait()
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
