@@ -157,14 +157,7 @@ func TestValueLogGCAtOpen(t *testing.T) {
 	requireLive(t, db, live)
 	require.NoError(t, db.Close())
 
-	after := vlogBytes(t, dir)
-	t.Logf("value logs: %d bytes before, %d after; %d live values of 8 KiB", before, after, len(live))
-	assert.Less(t, after, before-2*gcTestFileSize, "at least two files given back")
-
-	db, err = Open(Options{Dir: dir, vlogFileSize: gcTestFileSize})
-	require.NoError(t, err)
-	requireLive(t, db, live)
-	require.NoError(t, db.Close())
+	requireGivenBack(t, dir, before, live, Options{Dir: dir, vlogFileSize: gcTestFileSize})
 }
 
 // With SyncWrites, the store collects in the background, on the ticks it is given.
@@ -228,11 +221,17 @@ func TestValueLogGCInBackground(t *testing.T) {
 	requireLive(t, db, live)
 	require.NoError(t, db.Close())
 
+	requireGivenBack(t, dir, before, live, Options{Dir: dir, SyncWrites: true, gcTicks: make(chan time.Time), vlogFileSize: gcTestFileSize})
+}
+
+// requireGivenBack checks that the value logs in dir hold at least two files fewer than
+// before, and that every live value reads back from the store o opens.
+func requireGivenBack(t *testing.T, dir string, before int64, live map[string][]byte, o Options) {
+	t.Helper()
 	after := vlogBytes(t, dir)
 	t.Logf("value logs: %d bytes before, %d after; %d live values of 8 KiB", before, after, len(live))
 	assert.Less(t, after, before-2*gcTestFileSize, "at least two files given back")
-
-	db, err = Open(Options{Dir: dir, SyncWrites: true, gcTicks: make(chan time.Time), vlogFileSize: gcTestFileSize})
+	db, err := Open(o)
 	require.NoError(t, err)
 	requireLive(t, db, live)
 	require.NoError(t, db.Close())
