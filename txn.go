@@ -372,7 +372,7 @@ func jsonBodyBound(e *Entity) int {
 	const perString, fixed = 6, 64
 	size := len(`{"PartitionKey":"","RowKey":""}`) + perString*(len(e.PartitionKey)+len(e.RowKey))
 	for name, v := range e.Properties {
-		size += len(`,"":,"":""`) + len(annotationSuffix) + 2*perString*len(name) + fixed
+		size += len(`,"":,"@odata.type":""`) + 2*perString*len(name) + fixed
 		switch v := v.(type) {
 		case String:
 			size += perString * len(v)
@@ -382,9 +382,6 @@ func jsonBodyBound(e *Entity) int {
 	}
 	return size
 }
-
-// annotationSuffix follows a property's name in its type annotation: "Name@odata.type".
-const annotationSuffix = "@odata.type"
 
 // jsonBodySize is the length of the smallest JSON body of e: {"PartitionKey":…,"RowKey":…,…}.
 func jsonBodySize(e *Entity) int {
