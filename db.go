@@ -75,10 +75,10 @@ type DB struct {
 // longReads cancels the contexts of long reads when Close begins.
 type longReads struct {
 	mu      sync.Mutex
-	closed  bool
 	next    int
 	cancels map[int]context.CancelCauseFunc
-	// ended is closed once every long read's context has ended (made by open).
+	// ended is closed when Close begins, once every long read's context has ended (made
+	// by open).
 	ended chan struct{}
 }
 
@@ -213,9 +213,11 @@ func (db *DB) untilClosed(ctx context.Context) (_ context.Context, stop func()) 
 	r := &db.longReads
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.closed {
+	select {
+	case <-r.ended:
 		cancel(errClosedDuring)
 		return ctx, func() {}
+	default:
 	}
 	if r.cancels == nil {
 		r.cancels = make(map[int]context.CancelCauseFunc)
@@ -236,7 +238,6 @@ func (db *DB) untilClosed(ctx context.Context) (_ context.Context, stop func()) 
 func (r *longReads) close() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.closed = true
 	for _, cancel := range r.cancels {
 		cancel(errClosedDuring)
 	}
