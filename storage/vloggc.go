@@ -238,15 +238,13 @@ func countGarbage(bdb *badger.DB) bool {
 // 6); a tree with that many small values compacts often enough by itself, and a store
 // without large values has nothing to count.
 func worthCounting(dir string, fileSize int64) bool {
+	vlog := filesBytes(dir, "*.vlog")
 	logs, _ := filepath.Glob(filepath.Join(dir, "*.vlog"))
-	var vlog, newest int64
-	for _, name := range logs { // named by zero-padded number: the last is the newest
-		if st, err := os.Stat(name); err == nil {
-			vlog += st.Size()
-			newest = st.Size()
+	if len(logs) > 0 { // named by zero-padded number: the last is the newest
+		if st, err := os.Stat(logs[len(logs)-1]); err == nil {
+			vlog -= st.Size()
 		}
 	}
-	vlog -= newest
 	tree := filesBytes(dir, "*.sst")
 	return vlog > fileSize && tree <= gcCountTree && tree <= vlog/8
 }
