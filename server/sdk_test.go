@@ -489,7 +489,8 @@ func TestSDKTransactions(t *testing.T) {
 			act(aztables.TransactionTypeUpdateMerge, map[string]any{"PartitionKey": "p", "RowKey": "merge", "Z": "z"}, &cur.ETag),
 		}
 		_, err = c.SubmitTransaction(ctx, stale, nil)
-		if status, msg, code := batchFailure(t, err); status != 412 || code != "UpdateConditionNotSatisfied" || !strings.HasPrefix(msg, "0:") {
+		// A change set of one operation: the service names no index (see failedMessage).
+		if status, msg, code := batchFailure(t, err); status != 412 || code != "UpdateConditionNotSatisfied" || msg != "The update condition specified in the request was not satisfied." {
 			t.Fatalf("stale: %d %s %q", status, code, msg)
 		}
 		mixed := []aztables.TransactionAction{
