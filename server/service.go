@@ -52,11 +52,15 @@ type serviceProperties struct {
 	Cors          *corsProperties    `xml:"Cors"`
 }
 
+// The fields of loggingProperties and corsRule are in the order the service writes the
+// elements, which is not the order of the REST docs' examples: Version, Read, Write, Delete
+// and AllowedMethods, AllowedOrigins, AllowedHeaders, ExposedHeaders, MaxAgeInSeconds, as
+// the aztables module's recorded TestSetLogging and TestSetCors read them back.
 type loggingProperties struct {
 	Version         string          `xml:"Version"`
-	Delete          bool            `xml:"Delete"`
 	Read            bool            `xml:"Read"`
 	Write           bool            `xml:"Write"`
+	Delete          bool            `xml:"Delete"`
 	RetentionPolicy retentionPolicy `xml:"RetentionPolicy"`
 }
 
@@ -77,11 +81,11 @@ type corsProperties struct {
 }
 
 type corsRule struct {
-	AllowedOrigins  string `xml:"AllowedOrigins"`
 	AllowedMethods  string `xml:"AllowedMethods"`
-	MaxAgeInSeconds int    `xml:"MaxAgeInSeconds"`
-	ExposedHeaders  string `xml:"ExposedHeaders"`
+	AllowedOrigins  string `xml:"AllowedOrigins"`
 	AllowedHeaders  string `xml:"AllowedHeaders"`
+	ExposedHeaders  string `xml:"ExposedHeaders"`
+	MaxAgeInSeconds int    `xml:"MaxAgeInSeconds"`
 }
 
 // The limits of "Cross-Origin Resource Sharing (CORS) support for the Azure Storage
@@ -231,9 +235,28 @@ func (r *corsRule) check(i int) *tabula.Error {
 	}
 	r.AllowedOrigins = strings.Join(origins, ",")
 	r.AllowedMethods = strings.Join(methods, ",")
-	r.AllowedHeaders = strings.Join(splitList(r.AllowedHeaders), ",")
-	r.ExposedHeaders = strings.Join(splitList(r.ExposedHeaders), ",")
+	r.AllowedHeaders = headerList(r.AllowedHeaders)
+	r.ExposedHeaders = headerList(r.ExposedHeaders)
 	return nil
+}
+
+// headerList is a rule's list of allowed or exposed headers as the service keeps it: the
+// exact names first, then the prefixes (x-ms-meta-*), each in the order given. The Azure SDK
+// for Python's recorded test_set_cors sent
+// x-ms-meta-data*,x-ms-meta-target*,x-ms-meta-xyz,x-ms-meta-foo and read back
+// x-ms-meta-xyz,x-ms-meta-foo,x-ms-meta-data*,x-ms-meta-target*.
+func headerList(s string) string {
+	items := splitList(s)
+	exact := items[:0:0]
+	var prefixes []string
+	for _, h := range items {
+		if strings.HasSuffix(h, "*") && h != "*" {
+			prefixes = append(prefixes, h)
+		} else {
+			exact = append(exact, h)
+		}
+	}
+	return strings.Join(append(exact, prefixes...), ",")
 }
 
 // splitList splits a comma-separated list, trimming items and dropping empty ones.
@@ -270,6 +293,12 @@ func (c *call) getServiceProperties() error {
 	p, err := c.loadServiceProperties()
 	if err != nil {
 		return err
+	}
+	if len(p.Cors.Rules) > 0 {
+		// The answer depends on Origin once there are rules: the service says so whether or
+		// not the request has one, as the aztables module's recorded TestSetCors shows (its
+		// Get after the Set; its Get before, with no rules, has no Vary).
+		c.set(c.w.Header(), "Vary", "Origin")
 	}
 	return c.sendXML(http.StatusOK, p)
 }
@@ -338,13 +367,47 @@ func (c *call) getServiceStats() error {
 	return c.sendXML(http.StatusOK, st)
 }
 
-// sendXML answers with an XML document, declaration first, as the service writes them. It
-// returns the failure to encode v, which is then the request's answer.
+// sendXML answers with an XML document as the service writes them: a byte order mark, the
+// declaration, then the document with each empty element in its short form (<Cors />,
+// <SignedIdentifiers />, <AllowedHeaders />), as every document in the aztables module's
+// recordings (TestGetProperties, TestSetAccessPolicy, TestGetStatistics) and the Azure SDK
+// for Python's test_set_cors reads. It returns the failure to encode v, which is then the
+// request's answer.
 func (c *call) sendXML(status int, v any) error {
 	b, err := xml.Marshal(v)
 	if err != nil {
 		return withDetail(tabula.ErrInternal, err.Error())
 	}
-	c.send(status, "application/xml", append([]byte(`<?xml version="1.0" encoding="utf-8"?>`), b...))
+	c.send(status, "application/xml", shortEmptyElements(append([]byte(xmlPrologue), b...)))
 	return nil
+}
+
+// xmlPrologue starts every XML document the service sends: U+FEFF in UTF-8, and the
+// declaration. Its error documents have the declaration only (see appendErrorXML).
+const xmlPrologue = "\uFEFF" + `<?xml version="1.0" encoding="utf-8"?>`
+
+// shortEmptyElements rewrites each <Name></Name> of doc, an element encoding/xml wrote with
+// no content and no attributes, as <Name />. Character data holds no '<' (it is escaped),
+// so every "></" closes an element.
+func shortEmptyElements(doc []byte) []byte {
+	out := doc[:0:0]
+	for {
+		i := bytes.Index(doc, []byte("></"))
+		if i < 0 {
+			return append(out, doc...)
+		}
+		end := bytes.IndexByte(doc[i+3:], '>')
+		if end < 0 {
+			return append(out, doc...)
+		}
+		name := doc[i+3 : i+3+end]
+		start := i - len(name) - 1
+		if start >= 0 && doc[start] == '<' && bytes.Equal(doc[start+1:i], name) {
+			out = append(out, doc[:i]...)
+			out = append(out, " />"...)
+		} else {
+			out = append(out, doc[:i+3+end+1]...)
+		}
+		doc = doc[i+3+end+1:]
+	}
 }
