@@ -133,7 +133,7 @@ func (c *call) getTableACL(table string) error {
 	}
 	policies, err := c.ns.Table(table).AccessPolicies(c.r.Context())
 	if err != nil {
-		return err
+		return c.aclError(err)
 	}
 	doc := signedIdentifiers{Identifiers: []signedIdentifier{}}
 	for _, p := range policies {
@@ -159,10 +159,23 @@ func (c *call) setTableACL(table string) error {
 		return err
 	}
 	if serr := c.ns.Table(table).SetAccessPolicies(c.r.Context(), policies); serr != nil {
-		return serr
+		return c.aclError(serr)
 	}
 	c.noContent()
 	return nil
+}
+
+// aclError is the answer to a Get or Set Table ACL that failed with err. A table that does
+// not exist is TableNotFound to a request signed with the account's key, as the legacy Go
+// SDK's recorded StorageTableSuite/TestSetPermissionsUnsuccessfully (github.com/Azure/
+// azure-sdk-for-go, storage/recordings) shows for a Set, and ResourceNotFound, "The specified
+// resource does not exist.", to one signed with a bearer token, as the Azure SDK for Python's
+// recorded test_aad_access_policy_error shows for a Get and a Set.
+func (c *call) aclError(err error) error {
+	if c.bearer && errors.Is(err, tabula.ErrTableNotFound) {
+		return withDetail(tabula.ErrResourceNotFound, serviceError(err).Detail)
+	}
+	return err
 }
 
 // bothSet is the detail the service gives a SAS that sets a field its policy sets too.

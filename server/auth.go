@@ -52,6 +52,7 @@ func (s *Server) authenticate(c *call, rawPath string) (*grant, *tabula.Error) {
 			if err := s.checkBearer(c, strings.TrimSpace(token)); err != "" {
 				return fail(err)
 			}
+			c.bearer = true
 			return nil, nil
 		}
 		if err := s.checkSharedKey(c, keys, auth, rawPath); err != "" {

@@ -124,7 +124,7 @@ func (c *call) changeSet(data []byte, boundary string) error {
 		read++
 	}
 	if firstBad == 0 {
-		c.changeSetFailure(ops, read, 0, badErr)
+		c.changeSetFailure(ops, 0, badErr, false)
 		return nil
 	}
 	n := len(ops)
@@ -147,11 +147,11 @@ func (c *call) changeSet(data []byte, boundary string) error {
 	var te *tabula.TransactionError
 	switch {
 	case errors.As(err, &te):
-		e := te.Err
+		e, ran := te.Err, true
 		if te.Index == firstBad {
-			e = badErr
+			e, ran = badErr, false
 		}
-		c.changeSetFailure(ops, read, te.Index, settingsOverWire(e))
+		c.changeSetFailure(ops, te.Index, settingsOverWire(e), ran && read == 1)
 	case err != nil:
 		return err
 	default:
@@ -499,10 +499,11 @@ func (c *call) changeSetSuccess(ops []batchOp, results []tabula.ActionResult) {
 	w.finish()
 }
 
-// changeSetFailure answers a failed change set of count operations: still 202, with one part,
-// the failing operation's own status and its message prefixed with its index (REST docs:
-// "Performing entity group transactions"), which failedMessage says when.
-func (c *call) changeSetFailure(ops []batchOp, count, index int, e *tabula.Error) {
+// changeSetFailure answers a failed change set: still 202, with one part, the failing
+// operation's own status and its message prefixed with its index (REST docs: "Performing
+// entity group transactions"), unless failedMessage says otherwise for the change set's only
+// operation failing as it ran (alone).
+func (c *call) changeSetFailure(ops []batchOp, index int, e *tabula.Error, alone bool) {
 	noteError(c.w, e.Code)
 	w := c.newBatchWriter(true, 1024)
 	headers := []string{"X-Content-Type-Options", "nosniff"}
@@ -516,22 +517,23 @@ func (c *call) changeSetFailure(ops []batchOp, count, index int, e *tabula.Error
 	if e.Detail != "" {
 		c.w.Header().Set("X-Tabula-Error-Detail", detailHeader("operation "+strconv.Itoa(index)+": "+e.Detail))
 	}
-	body := appendErrorJSON(nil, e.Code, failedMessage(count, index, e), c.id, c.now)
+	body := appendErrorJSON(nil, e.Code, failedMessage(alone, index, e), c.id, c.now)
 	w.part("", e.StatusCode, headers, body)
 	w.finish()
 }
 
-// failedMessage is the message of a failed change set's part. The service names the failing
-// operation's index only in a change set of two or more operations, as recorded by the Azure
-// SDK for Python's tests: a change set of one PATCH under a stale If-Match was answered 412
-// "The update condition specified in the request was not satisfied." with no index
-// (test_batch_update_if_doesnt_match), and its merges and deletes likewise. A missing table
+// failedMessage is the message of a failed change set's part. The service does not name the
+// index of a change set's only operation when that operation fails on its entity, as the Azure
+// SDK for Python's tests recorded: one PATCH under a stale If-Match was answered 412 "The
+// update condition specified in the request was not satisfied." with no index
+// (test_batch_update_if_doesnt_match), and lone merges and deletes likewise. A missing table
 // keeps the index even alone: one insert into a table that does not exist was answered 404
 // "0:The table specified does not exist." (test_new_non_existent_table). Tabula reads that as
 // a failure of the table, not of the operation, and keeps the index for a table being deleted
-// too, of which no answer is recorded.
-func failedMessage(count, index int, e *tabula.Error) string {
-	if count == 1 && e.Code != tabula.ErrTableNotFound.Code && e.Code != tabula.ErrTableBeingDeleted.Code {
+// too; and for an operation refused as it was read (no If-Match on a delete, a query in the
+// change set), of which no lone answer is recorded.
+func failedMessage(alone bool, index int, e *tabula.Error) string {
+	if alone && e.Code != tabula.ErrTableNotFound.Code && e.Code != tabula.ErrTableBeingDeleted.Code {
 		return e.Message
 	}
 	return strconv.Itoa(index) + ":" + e.Message
@@ -571,7 +573,7 @@ func (c *call) batchQuery(data []byte, contentID string) error {
 			e = *results[0].Entity
 			ew := &entityWriter{level: lvl, base: req.base, account: c.account, table: req.res.table}
 			if len(sel) > 0 {
-				ew.selected = sel
+				ew.selected, ew.selectEcho = sel, selectEcho(req.query.Get("$select"))
 			}
 			headers = append(headers, "Content-Type", lvl.partContentType(), "ETag", string(e.ETag))
 			w.part(contentID, http.StatusOK, headers, ew.appendEntity(nil, &e, true))

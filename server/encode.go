@@ -32,6 +32,8 @@ type entityWriter struct {
 	// selected is the $select list, nil for every property. The keys and Timestamp are only
 	// written when selected; odata.etag always is.
 	selected []string
+	// selectEcho is the $select text odata.metadata repeats (see selectEcho).
+	selectEcho string
 
 	w     wire.Writer     // made from the fields above at the first entity
 	ready bool            // w is made
@@ -61,7 +63,7 @@ func (w *entityWriter) appendEntity(b []byte, e *tabula.Entity, single bool) []b
 		b = make([]byte, 0, entitySize(e)+len(w.base)+len(w.table))
 	}
 	if !w.ready {
-		w.w = wire.Writer{Level: w.level.wire(), Base: w.base, Account: w.account, Table: w.table, Selected: w.selected}
+		w.w = wire.Writer{Level: w.level.wire(), Base: w.base, Account: w.account, Table: w.table, Selected: w.selected, SelectText: w.selectEcho}
 		w.ready = true
 	}
 	w.props = appendWireProperties(w.props[:0], e.Properties)

@@ -239,7 +239,7 @@ func (c *call) queryEntities(table string) error {
 	if lvl != levelNone {
 		meta := c.base + "/$metadata#" + table
 		if w.selected != nil {
-			meta += "&$select=" + strings.Join(w.selected, ",")
+			meta += "&$select=" + w.selectEcho
 		}
 		b = append(b, `"odata.metadata":`...)
 		b = wire.AppendString(b, meta)
@@ -426,8 +426,17 @@ func (c *call) entityWriter(lvl level, table string, selected []string) *entityW
 	w := &entityWriter{level: lvl, base: c.base, account: c.account, table: table}
 	if len(selected) > 0 && !containsStar(selected) {
 		w.selected = selected
+		w.selectEcho = selectEcho(c.query.Get("$select"))
 	}
 	return w
+}
+
+// selectEcho is $select as odata.metadata repeats it: the text the client sent, decoded, with
+// its spaces as %20, not the list Tabula reads from it. The Azure SDK for Python's recorded
+// queries show both halves: $select=age%2Csex was answered …&$select=age,sex, and
+// $select=age,%20sex …&$select=age,%20sex.
+func selectEcho(s string) string {
+	return strings.ReplaceAll(s, " ", "%20")
 }
 
 func containsStar(names []string) bool {

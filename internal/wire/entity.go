@@ -136,6 +136,9 @@ type Writer struct {
 	// property the entity lacks is written as null, as the service does (REST docs:
 	// "Querying tables and entities").
 	Selected []string
+	// SelectText is the $select a single entity's odata.metadata repeats; Selected joined
+	// by commas when it is empty.
+	SelectText string
 
 	absent []string // Selected but for the system properties, sorted; set at first use
 	ready  bool
@@ -184,7 +187,11 @@ func (w *Writer) AppendEntity(b []byte, e *Entity, single bool) []byte {
 		b = append(b, "/@Element"...)
 		if w.Selected != nil {
 			b = append(b, "&$select="...)
-			b = AppendStringContent(b, strings.Join(w.Selected, ","))
+			if w.SelectText != "" {
+				b = AppendStringContent(b, w.SelectText)
+			} else {
+				b = AppendStringContent(b, strings.Join(w.Selected, ","))
+			}
 		}
 		b = append(b, '"')
 	}
