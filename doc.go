@@ -104,8 +104,11 @@
 // (FAQ: "Frequently asked questions about Azure Cosmos DB for Table"; SDK: the recorded
 // Cosmos tests of the Azure SDK for Python's azure-data-tables):
 //   - A RowKey of at most 255 bytes, counted in UTF-8 (FAQ; the encoding is not named there).
-//   - No empty PartitionKey or RowKey, answered "PartitionKey/RowKey cannot be empty" (SDK).
-//   - The property names ID, rid, etag and ResourceId are reserved (FAQ).
+//   - No empty PartitionKey or RowKey, answered 400 PropertiesNeedValue "PartitionKey/RowKey
+//     cannot be empty" (SDK).
+//   - The property names ID, rid and ResourceId are reserved (FAQ; etag, which the FAQ also
+//     names, is stored in the SDK's recordings).
+//   - A transaction on a missing table is ResourceNotFound, not TableNotFound (SDK).
 //   - A transaction of at most 2 MiB by TransactionPayloadSize, refused as a whole with
 //     413 (FAQ: "Batches can only have up to 2 MBs"; SDK for the status).
 //   - Table names are case-sensitive: a table is reached only by the name it was created
@@ -116,9 +119,10 @@
 //     page in reverse key order, so code relying on key order fails. Pages and continuation
 //     tokens are the Table service's.
 //
-// Refused input is 400 InvalidInput with the empty-key message above or "One of the input
-// values is invalid.", the code and message Cosmos DB is recorded answering bad input with
-// (SDK). Where the sources give a limit but not Cosmos DB's answer to it, the answer is
+// Other refused input is 400 InvalidInput "One of the input values is invalid.", the code
+// and message Cosmos DB is recorded answering bad input with (SDK); flavor.go lists the
+// rules package server adds on the wire (501 to Set Table Service Properties and to a SAS
+// with a key range). Where the sources give a limit but not Cosmos DB's answer to it, the answer is
 // Tabula's choice, marked so beside the rule in flavor.go. What the FAQ says differs but
 // Tabula does not simulate, and why, is listed there too: $top above 1,000, the service endpoints Cosmos DB
 // lacks, its wider table names, its binary encoding and its continuation tokens.

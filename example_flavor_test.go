@@ -30,6 +30,6 @@ func ExampleFlavor() {
 	_, err = db.Table("orders").Get(ctx, "2024", "1")
 	fmt.Println(errors.Is(err, tabula.ErrTableNotFound))
 	// Output:
-	// 400 InvalidInput PartitionKey/RowKey cannot be empty
+	// 400 PropertiesNeedValue PartitionKey/RowKey cannot be empty
 	// true
 }

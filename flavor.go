@@ -1,6 +1,7 @@
 package tabula
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -58,6 +59,9 @@ type flavorRules struct {
 	caseSensitiveTableNames bool
 	// unsortedResults returns each query page's entities in reverse key order.
 	unsortedResults bool
+	// missingTableInTransaction is the error of a transaction on a table that does not
+	// exist, in place of TableNotFound.
+	missingTableInTransaction *Error
 }
 
 // cosmosRules are the Cosmos DB for Table API's rules where they are stricter than the Table
@@ -71,6 +75,22 @@ type flavorRules struct {
 //     Cosmos DB for Table account, sdk/tables/azure-data-tables/tests/test_table_entity_cosmos.py,
 //     test_table_batch_cosmos.py and test_table_client_cosmos.py, and the Cosmos table name
 //     check in sdk/tables/azure-data-tables/azure/data/tables/_error.py.
+//   - Recorded: the answers those tests recorded (their tests/recordings), status, code and
+//     message, which are Cosmos DB's own; where one contradicts the FAQ, the recording wins.
+//
+// Rules of the wire, which package server applies for a DB of this flavour (`tabula serve
+// --flavor cosmos`), each as recorded:
+//   - Set Table Service Properties is 501 NotImplemented, "The requested operation is not
+//     supported." (the service properties tests against Cosmos DB). Get still answers.
+//   - A table SAS limited to a key range (spk, srk, epk, erk) is 501 NotImplemented, "Shared
+//     access signature with PartitionKey or RowKey are not supported", to every request
+//     that carries it (the SAS tests against Cosmos DB).
+//   - An entity body naming two properties that differ only in letter case keeps the first
+//     and drops the other without a word: {"etag":"bar","Etag":"baz"} is stored, and read
+//     back, as {"etag":"bar"} (test_etag_duplicate_field, an insert, a read, a merge and a
+//     read). That recording shows one pair of names; that Cosmos DB folds every name's case
+//     so is Tabula's reading of it. Only a body has an order, so a Go program's Entity, a
+//     map, is not touched.
 //
 // Rules those sources state that Tabula does not enforce, and why:
 //   - "TableQuery TakeCount isn't limited to 1000" (FAQ): a loosening, which no code that
@@ -84,11 +104,6 @@ type flavorRules struct {
 //     binary data may be refused (FAQ); the FAQ gives no figure, so Tabula does not guess.
 //   - Continuation tokens: the FAQ says nothing of how they differ; Tabula's are the Table
 //     service's.
-//   - A transaction on a missing table: the SDK's test_table_name_errors_bad_length (a live
-//     test, not recorded) sees code ResourceNotFound where the Table service answers
-//     TableNotFound, for a table whose name was too long to create. One live test of an
-//     invalid name is too little to change every missing table's code, so Tabula keeps
-//     TableNotFound; code that is to run on both should treat the two alike (both are 404).
 //   - Error bodies: the SDK's tests record Cosmos DB's codes and the start of its messages,
 //     not the rest of the body; beyond the code and message the rules above set, Tabula's
 //     error bodies are the Table service's.
@@ -97,16 +112,18 @@ var cosmosRules = &flavorRules{
 	// FAQ: "Row keys can only be up to 255 bytes." The FAQ does not name the encoding;
 	// Tabula counts UTF-8 bytes, the encoding of the JSON bodies the API takes.
 	maxRowKeyBytes: 255,
-	// SDK: test_delete_entity_with_empty_keys, Cosmos DB refuses an insert with an empty
-	// PartitionKey or RowKey: "PartitionKey/RowKey cannot be empty".
+	// Recorded: an insert with an empty PartitionKey or RowKey is 400 PropertiesNeedValue,
+	// "PartitionKey/RowKey cannot be empty" (test_delete_entity_with_empty_keys and the
+	// insert tests with empty keys).
 	emptyKeys: true,
 	// FAQ: "Batches can only have up to 2 MBs." The FAQ does not define its MB; Tabula
 	// reads 2 MiB, measured as for the Table service's 4 MiB (TransactionPayloadSize).
 	// SDK: test_batch_request_too_large, the answer is 413 (RequestTooLargeError).
 	maxTransactionPayload: 2 << 20,
 	// FAQ: Cosmos DB reserves the entity property names ID, rid, etag and ResourceId,
-	// which are not supported.
-	reservedProperties: []string{"ID", "rid", "etag", "ResourceId"},
+	// which are not supported. Recorded, against the FAQ: a property named etag is stored
+	// and read back (test_etag_duplicate_field), so etag is not refused.
+	reservedProperties: []string{"ID", "rid", "ResourceId"},
 	// FAQ: "Table names in Azure Table storage aren't case-sensitive, but they are in Azure
 	// Cosmos DB for Table."
 	caseSensitiveTableNames: true,
@@ -115,6 +132,11 @@ var cosmosRules = &flavorRules{
 	// Tabula picks one that code relying on key order cannot miss: each page's entities
 	// in reverse key order. Pages and continuation tokens are the Table service's.
 	unsortedResults: true,
+	// Recorded: a transaction on a table that does not exist answers its part 404
+	// ResourceNotFound, "The specified resource does not exist." (test_new_non_existent_table
+	// against Cosmos DB), where the Table service says TableNotFound; and, as that
+	// transaction's only operation, no index (see package server).
+	missingTableInTransaction: ErrResourceNotFound,
 }
 
 // rulesOf returns the rules of a flavour: nil for the Table service's.
@@ -164,8 +186,7 @@ func (r *flavorRules) checkEntity(e *Entity) error {
 // checkKeys applies the flavour's key rules.
 func (r *flavorRules) checkKeys(pk, rk string) error {
 	if r.emptyKeys && (pk == "" || rk == "") {
-		// The SDK's test records the message, not the code: Tabula's choice is InvalidInput.
-		return ErrInvalidInput.withMessage(cosmosMsgEmptyKey,
+		return ErrPropertiesNeedValue.withMessage(cosmosMsgEmptyKey,
 			"PartitionKey and RowKey may not be empty on Cosmos DB (Options.Flavor %s)", r.name)
 	}
 	if n := len(rk); n > r.maxRowKeyBytes {
@@ -201,6 +222,20 @@ func (r *flavorRules) checkTransaction(actions []Action) error {
 		}
 	}
 	return nil
+}
+
+// transactionTableError is err, the failure to open a transaction's table, as the flavour
+// answers it.
+func (r *flavorRules) transactionTableError(err error) error {
+	if r != nil && r.missingTableInTransaction != nil && errors.Is(err, ErrTableNotFound) {
+		var te *Error
+		detail := ""
+		if errors.As(err, &te) {
+			detail = te.Detail
+		}
+		return r.missingTableInTransaction.WithDetail("%s (Options.Flavor %s)", detail, r.name)
+	}
+	return err
 }
 
 // checkTableName refuses a table reached by a name other than the one it was created with,

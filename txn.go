@@ -210,7 +210,8 @@ func actionError(i int, err error) error {
 //     within a change set." at its index otherwise); it reads the entity as Table.Get
 //     does and its result carries it.
 //
-// A missing table is TableNotFound at index 0. Otherwise the actions run in order, each
+// A missing table is TableNotFound at index 0 (ResourceNotFound in the Cosmos flavour, see
+// flavor.go). Otherwise the actions run in order, each
 // with the outcome its single-entity method would have; the first failure rolls all of
 // them back and is reported at its index (a Merge whose result breaks an entity limit
 // fails there too).
@@ -245,7 +246,7 @@ func (t *Table) SubmitTransaction(ctx context.Context, actions []Action) ([]Acti
 	pk := actions[0].Entity.PartitionKey
 	ot, err := t.acquire(ctx)
 	if err != nil {
-		return nil, actionError(0, err)
+		return nil, actionError(0, t.db.flavor.transactionTableError(err))
 	}
 	defer ot.mu.RUnlock()
 	// A transaction of N actions counts N entities.

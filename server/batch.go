@@ -176,7 +176,7 @@ func (c *call) changeSetOp(data []byte, contentID string) (batchOp, *tabula.Erro
 		if err := checkBodyType(req.header.Get("Content-Type")); err != nil {
 			return op, err
 		}
-		e, err := decodeEntity(req.body, wire.KeysFromBody)
+		e, err := c.decodeRequestEntity(req.body, wire.KeysFromBody)
 		if err != nil {
 			return op, err
 		}
@@ -193,7 +193,7 @@ func (c *call) changeSetOp(data []byte, contentID string) (batchOp, *tabula.Erro
 		if err := checkBodyType(req.header.Get("Content-Type")); err != nil {
 			return op, err
 		}
-		e, err := decodeEntity(req.body, wire.KeysFromURL)
+		e, err := c.decodeRequestEntity(req.body, wire.KeysFromURL)
 		if err != nil {
 			return op, err
 		}

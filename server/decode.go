@@ -28,9 +28,23 @@ func DecodeEntity(data []byte) (tabula.Entity, error) {
 // decodeEntity applies the service's reading rules to a JSON entity body (wire.DecodeEntity);
 // the engine then checks names and limits.
 func decodeEntity(body []byte, keys wire.Keys) (tabula.Entity, *tabula.Error) {
+	return decodeEntityWith(body, keys, false)
+}
+
+// decodeRequestEntity is decodeEntity for a request's body, under the flavour's reading rules.
+func (c *call) decodeRequestEntity(body []byte, keys wire.Keys) (tabula.Entity, *tabula.Error) {
+	return decodeEntityWith(body, keys, c.cosmos())
+}
+
+// decodeEntityWith is decodeEntity, with Cosmos DB's folding of property names that differ
+// only in letter case when foldCase is set (see foldCaseDuplicates).
+func decodeEntityWith(body []byte, keys wire.Keys, foldCase bool) (tabula.Entity, *tabula.Error) {
 	we, err := wire.DecodeEntity(body, keys)
 	if err != nil {
 		return tabula.Entity{}, decodeError(err)
+	}
+	if foldCase {
+		we.Properties = foldCaseDuplicates(we.Properties)
 	}
 	e := tabula.Entity{PartitionKey: we.PartitionKey, RowKey: we.RowKey, Timestamp: we.Timestamp,
 		ETag: tabula.ETag(we.ETag), Properties: make(tabula.Properties, len(we.Properties))}

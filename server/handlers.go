@@ -269,7 +269,7 @@ func (c *call) insertEntity(table string) error {
 	if jerr != nil {
 		return jerr
 	}
-	e, err := decodeEntity(body, wire.KeysFromBody)
+	e, err := c.decodeRequestEntity(body, wire.KeysFromBody)
 	if err == nil {
 		err = c.grant.authorizeKeys(e.PartitionKey, e.RowKey)
 	}
@@ -320,7 +320,7 @@ func (c *call) writeEntity(res resource, mode tabula.UpdateMode) error {
 	if err != nil {
 		return err
 	}
-	e, err := decodeEntity(body, wire.KeysFromURL)
+	e, err := c.decodeRequestEntity(body, wire.KeysFromURL)
 	if err != nil {
 		return err
 	}

@@ -275,6 +275,9 @@ func (c *call) serve() error {
 		// A SAS request runs at its signed version (sv); the header matters otherwise.
 		aerr = checkVersion(r.Header.Get("X-Ms-Version"))
 	}
+	if aerr == nil {
+		aerr = c.cosmosSASError(g)
+	}
 	if aerr != nil {
 		return aerr
 	}

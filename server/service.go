@@ -307,6 +307,10 @@ func (c *call) setServiceProperties() error {
 	if err := c.grant.authorize(opSetService, ""); err != nil {
 		return err
 	}
+	if c.cosmos() {
+		// Cosmos DB does not serve it (flavor.go): 501, whatever the body.
+		return withDetail(errCosmosNotSupported, "Set Table Service Properties (tabula serve --flavor cosmos)")
+	}
 	body, err := c.readBody()
 	if err != nil {
 		return err
