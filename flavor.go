@@ -95,8 +95,9 @@ type flavorRules struct {
 // Rules those sources state that Tabula does not enforce, and why:
 //   - "TableQuery TakeCount isn't limited to 1000" (FAQ): a loosening, which no code that
 //     runs on the Table service can trip over; Tabula keeps the limit of 1,000.
-//   - CORS, Get/Set Table Service Properties and Get Table Service Stats are not supported
-//     (FAQ); the FAQ does not say what Cosmos DB answers to them, so Tabula serves them.
+//   - CORS, Get Table Service Properties and Get Table Service Stats are not supported
+//     (FAQ); no recording says what Cosmos DB answers to them, so Tabula serves them. Set
+//     Table Service Properties is recorded, and refused (above).
 //   - Table names: Cosmos DB takes 1 to 254 characters other than / \ # ? and a trailing
 //     space (SDK: _validate_cosmos_tablename), a superset of the Table service's names.
 //     Tabula keeps the Table service's rules, so a name it accepts is valid on both.
