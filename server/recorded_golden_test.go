@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/tabuladb/tabula/internal/wire"
 )
 
 // Answers the service gave to requests an Azure SDK's own tests sent it, each reproduced
@@ -157,4 +159,49 @@ func TestGoldenRecordedSelectEcho(t *testing.T) {
 	assert.Contains(t, got, `$metadata#querytablea0953005&$select=age,sex"`)
 	got = body(t, h.do(request{method: "GET", target: "/devstoreaccount1/querytablea0953005(PartitionKey='pk',RowKey='rk')?$select=age,%20sex"}))
 	require.Contains(t, got, `$metadata#querytablea0953005/@Element&$select=age,%20sex"`)
+}
+
+// The rewriting behind the answers above, rule by rule.
+func TestShortEmptyElements(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`<A></A>`, `<A />`},
+		{`<A><B></B><C>x</C><D></D></A>`, `<A><B /><C>x</C><D /></A>`},
+		{`<A>x</A>`, `<A>x</A>`},
+		{`<A></B>`, `<A></B>`}, // not one element: left as it is
+		{`<AB></B>`, `<AB></B>`},
+		{`<A>&lt;/A&gt;</A>`, `<A>&lt;/A&gt;</A>`},
+		{`<A></A`, `<A></A`},
+		{``, ``},
+	} {
+		assert.Equal(t, c.want, string(shortEmptyElements([]byte(c.in))), c.in)
+	}
+}
+
+func TestCorsHeaderListOrder(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"x-ms-meta-data*,x-ms-meta-target*,x-ms-meta-xyz,x-ms-meta-foo", "x-ms-meta-xyz,x-ms-meta-foo,x-ms-meta-data*,x-ms-meta-target*"},
+		{" a , b* ,c", "a,c,b*"},
+		{"*", "*"},
+		{"", ""},
+	} {
+		assert.Equal(t, c.want, headerList(c.in), c.in)
+	}
+}
+
+func TestFoldCaseDuplicates(t *testing.T) {
+	names := func(ps []wire.Property) (out []string) {
+		for _, p := range ps {
+			out = append(out, p.Name)
+		}
+		return out
+	}
+	props := func(ns ...string) (out []wire.Property) {
+		for _, n := range ns {
+			out = append(out, wire.Property{Name: n})
+		}
+		return out
+	}
+	assert.Equal(t, []string{"etag", "x"}, names(foldCaseDuplicates(props("etag", "Etag", "x", "ETAG"))))
+	assert.Equal(t, []string{"Etag", "etag2"}, names(foldCaseDuplicates(props("Etag", "etag2", "eTaG"))), "the first kept, whatever its case")
+	assert.Equal(t, []string{"a"}, names(foldCaseDuplicates(props("a"))))
 }
