@@ -86,7 +86,7 @@ func TestServiceProperties(t *testing.T) {
 	doc, err := c.ServiceProperties(ctx)
 	require.NoError(t, err)
 	assert.True(t, bytes.HasPrefix(doc, []byte("<StorageServiceProperties>")), "%s", doc)
-	assert.Contains(t, string(doc), "<Cors></Cors>")
+	assert.Contains(t, string(doc), "<Cors />")
 
 	set := `<?xml version="1.0" encoding="utf-8"?><StorageServiceProperties><Cors><CorsRule>` +
 		`<AllowedOrigins>https://a.example</AllowedOrigins><AllowedMethods>get</AllowedMethods><MaxAgeInSeconds>5</MaxAgeInSeconds>` +

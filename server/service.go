@@ -340,6 +340,9 @@ func (c *call) setServiceProperties() error {
 	if merr != nil {
 		return withDetail(tabula.ErrInternal, merr.Error())
 	}
+	// Stored in the form Get sends (less its prologue), so that a client reading the
+	// document raw gets the engine's bytes.
+	doc = shortEmptyElements(doc)
 	if serr := c.ns.SetServiceProperties(c.r.Context(), doc); serr != nil {
 		return serr
 	}
