@@ -27,7 +27,7 @@
 // metadata levels with $format overriding Accept, the JSON form of each EDM type, continuation
 // headers, Prefer, If-Match and X-HTTP-Method, the multipart layout of batch responses
 // (a failed change set is still 202, with one part carrying the failing operation's status
-// and an "<index>:" message), Shared Key, Shared Key Lite and SAS authentication, and the
+// and an "<index>:" message, unless it was the change set's only operation), Shared Key, Shared Key Lite and SAS authentication, and the
 // 4 MiB request limit. Malformed input of any kind gets the service's 4xx, never a 500.
 //
 // Tabula's own additions are marked as such: the X-Tabula-Error-Detail response header says

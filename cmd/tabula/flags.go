@@ -184,7 +184,7 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (*conf
 		fs.Func("flavor", "whose rules to enforce (`name`): table, the Azure Table service's (default), or\n"+
 			"cosmos, adding the Cosmos DB for Table API's stricter ones with its answers:\n"+
 			"RowKey at most 255 bytes, no empty keys, transactions at most 2 MiB, property\n"+
-			"names ID, rid, etag and ResourceId reserved, case-sensitive table names, query\n"+
+			"names ID, rid and ResourceId reserved, case-sensitive table names, query\n"+
 			"pages not in key order", func(v string) (err error) {
 			cfg.db.Flavor, err = tabula.ParseFlavor(v)
 			return err
