@@ -116,7 +116,7 @@ func TestGoldenRecordedACLMissingTable(t *testing.T) {
 // A $batch signed with a wrong key. The Azure SDK for Python's test_new_invalid_key recorded
 // 403 with x-ms-error-code AuthenticationFailed, Content-Type: application/json (not the table
 // layer's odata=minimalmetadata), no Cache-Control, X-Content-Type-Options or x-ms-version,
-// and the body
+// the x-ms-client-request-id sent not repeated, and the body
 // {"odata.error":{"code":"AuthenticationFailed","message":{"lang":"en-US","value":"Server failed
 // to authenticate the request. Make sure the value of Authorization header is formed correctly
 // including the signature.\nRequestId:…\nTime:…"}}}. Elsewhere the JSON answer is unchanged.
@@ -128,11 +128,13 @@ func TestGoldenRecordedBatchAuthenticationFailed(t *testing.T) {
 			"Authorization": "SharedKeyLite devstoreaccount1:" + hmacBase64(strings.Repeat("A", 88), "wrong")},
 		body: changeSetBody(insertOp("Batch", `{"PartitionKey":"p","RowKey":"r"}`, true)), unsigned: true}
 	bad.header["x-ms-date"] = testNow.Format(http.TimeFormat)
+	bad.header["x-ms-client-request-id"] = "88b5627a-1a76-11ec-97b9-5cf37093a909"
 	resp := h.do(bad)
 	got := dump(t, resp)
 	golden(t, "recorded_batch_authentication_failed_403", got)
 	assert.Equal(t, "application/json", resp.Header.Get("Content-Type"))
 	assert.NotContains(t, got, "x-ms-version")
+	assert.NotContains(t, got, "88b5627a")
 
 	bad.target, bad.body = "/devstoreaccount1/Batch", `{"PartitionKey":"p","RowKey":"r"}`
 	bad.header["Content-Type"] = "application/json"

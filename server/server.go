@@ -328,11 +328,12 @@ func (c *call) answer(err error) {
 		// The front end that refuses a $batch's credentials answers in plain JSON, with
 		// none of the table layer's headers: the Azure SDK for Python's recorded
 		// test_new_invalid_key, a $batch signed with a wrong key, read 403 with
-		// Content-Type: application/json, no x-ms-version, and the usual odata.error body.
+		// Content-Type: application/json, neither x-ms-version nor the client's request ID
+		// repeated, and the usual odata.error body.
 		contentType = "application/json"
 		c.dropTableHeaders()
-		delete(h, "X-Ms-Version")
 		delete(h, "x-ms-version")
+		delete(h, "x-ms-client-request-id")
 	}
 	c.send(e.StatusCode, contentType, appendErrorJSON(nil, e.Code, e.Message, c.id, c.now))
 }
