@@ -81,7 +81,9 @@ type flavorRules struct {
 // Rules of the wire, which package server applies for a DB of this flavour (`tabula serve
 // --flavor cosmos`), each as recorded:
 //   - Set Table Service Properties is 501 NotImplemented, "The requested operation is not
-//     supported." (the service properties tests against Cosmos DB). Get still answers.
+//     supported.", whatever the body (six CORS rules too), in an odata.error JSON body
+//     where the Table service answers this operation in XML (the service properties tests
+//     against Cosmos DB, test_too_many_cors_rules among them). Get still answers.
 //   - A table SAS limited to a key range (spk, srk, epk, erk) is 501 NotImplemented, "Shared
 //     access signature with PartitionKey or RowKey are not supported", to every request
 //     that carries it (the SAS tests against Cosmos DB).

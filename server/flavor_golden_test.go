@@ -87,13 +87,21 @@ func TestGoldenCosmosRecorded(t *testing.T) {
 	assert.Contains(t, body(t, resp), `{"odata.error":{"code":"PropertiesNeedValue","message":{"lang":"en-US","value":"PartitionKey/RowKey cannot be empty\n`)
 
 	// The service properties tests: Set Table Service Properties answered 501 NotImplemented,
-	// "The requested operation is not supported.", for the body the SDK sent.
+	// "The requested operation is not supported.", for the body the SDK sent, in JSON:
+	// {"odata.error":{"code":"NotImplemented","message":{"lang":"en-us","value":"The requested
+	// operation is not supported.…"}}} (test_too_many_cors_rules, six rules).
 	set := `<?xml version='1.0' encoding='utf-8'?>` + "\n" + `<StorageServiceProperties><Logging><Delete>true</Delete><Read>false</Read>` +
 		`<RetentionPolicy><Enabled>true</Enabled><Days>5</Days></RetentionPolicy><Version>1.0</Version><Write>true</Write></Logging></StorageServiceProperties>`
 	props := request{method: "PUT", target: "/devstoreaccount1/?restype=service&comp=properties",
 		header: map[string]string{"Content-Type": "application/xml"}, body: set}
-	golden(t, "cosmos_recorded_set_service_properties_501", dump(t, cosmos.do(props)))
+	got = dump(t, cosmos.do(props))
+	golden(t, "cosmos_recorded_set_service_properties_501", got)
+	assert.Contains(t, got, `{"odata.error":{"code":"NotImplemented","message":{"lang":"en-US","value":"The requested operation is not supported.\n`)
 	mustStatus(t, plain.do(props), http.StatusAccepted)
+	six := strings.Repeat(`<CorsRule><AllowedOrigins>www.xyz.com</AllowedOrigins><AllowedMethods>GET</AllowedMethods><AllowedHeaders /><ExposedHeaders /><MaxAgeInSeconds>0</MaxAgeInSeconds></CorsRule>`, 6)
+	props.body = `<StorageServiceProperties><Cors>` + six + `</Cors></StorageServiceProperties>`
+	mustStatus(t, cosmos.do(props), http.StatusNotImplemented)
+	mustStatus(t, plain.do(props), http.StatusBadRequest)
 	mustStatus(t, cosmos.do(request{method: "GET", target: "/devstoreaccount1/?restype=service&comp=properties"}), http.StatusOK)
 
 	// test_new_non_existent_table against Cosmos DB: one insert into a table that does not

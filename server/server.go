@@ -145,8 +145,10 @@ type call struct {
 	query     url.Values
 	grant     *grant
 	// bearer is set for a request signed with a bearer token rather than a key or a SAS.
-	bearer  bool
-	written bool
+	bearer bool
+	// jsonError makes an XML operation's failure answer in JSON (see cosmos.go).
+	jsonError bool
+	written   bool
 	// queryAnswer is set for a query (Query Tables, Query Entities, a point query), whose
 	// success says Vary: Origin.
 	queryAnswer bool
@@ -318,7 +320,7 @@ func (c *call) answer(err error) {
 	// The code in a header too, as the service sends it on every failure from version
 	// 2017-07-29 (Status and error codes): HEAD responses and raw-HTTP callers keep it.
 	setHeader(h, "x-ms-error-code", e.Code)
-	if c.query.Has("comp") || c.query.Has("restype") { // an XML operation answers in XML
+	if (c.query.Has("comp") || c.query.Has("restype")) && !c.jsonError { // an XML operation answers in XML
 		c.dropTableHeaders()
 		c.send(e.StatusCode, "application/xml", appendErrorXML(nil, e.Code, e.Message, c.id, c.now))
 		return

@@ -308,7 +308,8 @@ func (c *call) setServiceProperties() error {
 		return err
 	}
 	if c.cosmos() {
-		// Cosmos DB does not serve it (flavor.go): 501, whatever the body.
+		// Cosmos DB does not serve it (flavor.go): 501, whatever the body, in JSON.
+		c.jsonError = true
 		return withDetail(errCosmosNotSupported, "Set Table Service Properties (tabula serve --flavor cosmos)")
 	}
 	body, err := c.readBody()
