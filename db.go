@@ -127,7 +127,7 @@ func open(so storage.Options, opts *Options) (*DB, error) {
 	}
 	store, err := storage.Open(so)
 	if err != nil {
-		return nil, ErrInternal.WithDetail("%v", err)
+		return nil, storageError(err)
 	}
 	if err := store.Full(); err != nil {
 		logger.Warn("tabula: the disk has less free space than the reserve (Options.DiskReserve): writes are refused until it has",

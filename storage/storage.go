@@ -20,6 +20,7 @@ package storage
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -33,6 +34,7 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
 )
 
 // Options say where and how to open the store.
@@ -120,6 +122,12 @@ type DB struct {
 	vlogSynced uint64
 
 	releaseLimit func() // stops counting the store in the Go memory limit (see HoldGoLimit)
+
+	// damaged are the tables Open found damaged, which make the store read-only: reads
+	// that may need their keys fail with their Damage, and writes with ErrDamagedReadOnly.
+	damaged []*Damage
+	// values passes Badger's log on and keeps its last failure to read a value (readValue).
+	values valueLogger
 }
 
 // Open opens (creating if needed) the store described by o.
@@ -127,15 +135,39 @@ func Open(o Options) (*DB, error) {
 	if o.InMemory {
 		return &DB{mem: openMemory()}, nil
 	}
-	bo := BadgerOptions(o.Dir, o.MemoryBudget).WithSyncWrites(o.SyncWrites)
+	// Values in the value log carry a checksum of their own, which Badger verifies on
+	// read only when asked; the tables are verified by inspect.
+	bo := BadgerOptions(o.Dir, o.MemoryBudget).WithSyncWrites(o.SyncWrites).WithVerifyValueChecksum(true)
 	if o.vlogFileSize > 0 {
 		bo.ValueLogFileSize = o.vlogFileSize
 	}
-	d := &DB{bo: bo, space: newSpace(o), sync: o.SyncWrites, releaseLimit: func() {}}
+	d := &DB{space: newSpace(o), sync: o.SyncWrites, releaseLimit: func() {}}
+	d.values.Logger = bo.Logger
+	bo.Logger = &d.values
+	d.bo = bo
 	d.space.onFull = o.OnFull
 	// Deleting files takes no space, so this is done on a full disk too.
 	if err := removeEmptyLogs(o.Dir); err != nil {
 		return nil, fmt.Errorf("storage: open %q: %w", o.Dir, err)
+	}
+	in, err := inspect(o.Dir)
+	if err == nil {
+		err = in.fatal
+	}
+	if err != nil {
+		return nil, fmt.Errorf("storage: open %q: %w", o.Dir, err)
+	}
+	if len(in.tables) > 0 {
+		// Read what is intact and write nothing: a compaction would carry the damage into
+		// new tables or drop what follows it. Badger verifies every block it reads, so
+		// that a scan beside a damaged table never sees its bytes, and reads that need
+		// one of its keys are refused (see Txn.damage).
+		bdb, err := openReadOnly(bo.WithChecksumVerificationMode(options.OnBlockRead))
+		if err != nil {
+			return nil, fmt.Errorf("storage: open %q: %w; opening the rest read-only failed: %v", o.Dir, errors.Join(damages(in.tables)...), err)
+		}
+		d.bdb, d.damaged = bdb, in.tables
+		return d, nil
 	}
 	if d.space.openReadOnly() {
 		bdb, err := openReadOnly(bo)
@@ -388,6 +420,9 @@ func (d *DB) View(fn func(*Txn) error) error {
 	v := viewPool.Get().(*viewTxn)
 	v.t = Txn{t: txn, db: d}
 	err := fn(&v.t)
+	if v.t.damage != nil {
+		err = v.t.damage
+	}
 	v.t = Txn{}
 	viewPool.Put(v)
 	return err
@@ -406,6 +441,9 @@ func (d *DB) Update(fn func(*Txn) error) error {
 	if d.mem != nil {
 		return d.mem.update(d, fn)
 	}
+	if d.damaged != nil {
+		return d.refuseDamaged()
+	}
 	if ro := d.space.readOnly.Load(); ro != nil && !d.reopenWritable() {
 		return d.space.refuse(ro)
 	}
@@ -421,6 +459,9 @@ func (d *DB) Update(fn func(*Txn) error) error {
 func (d *DB) UpdateNow(fn func(*Txn) error) error {
 	if d.mem != nil {
 		return d.mem.update(d, fn)
+	}
+	if d.damaged != nil {
+		return d.refuseDamaged()
 	}
 	if ro := d.space.readOnly.Load(); ro != nil && !d.reopenWritable() {
 		return d.space.refuse(ro)
@@ -509,12 +550,19 @@ type Txn struct {
 	writes   int
 	tooBig   bool
 	valueLog bool
+	// damage is the first damaged table a read of this transaction needed, which View
+	// returns whatever the closure does: a scan that met it ended early.
+	damage error
 }
 
 // Get looks key up and, when present, calls fn with its value, which is valid only during fn.
 func (t *Txn) Get(key []byte, fn func(value []byte) error) (found bool, err error) {
 	if t.m != nil {
 		return t.m.get(key, fn)
+	}
+	if err := t.db.damagedIn(key, nil, true); err != nil {
+		t.damage = cmp.Or(t.damage, err)
+		return false, err
 	}
 	item, err := t.t.Get(key)
 	if errors.Is(err, badger.ErrKeyNotFound) {
@@ -526,7 +574,7 @@ func (t *Txn) Get(key []byte, fn func(value []byte) error) (found bool, err erro
 	if fn == nil {
 		return true, nil
 	}
-	return true, item.Value(fn)
+	return true, t.db.readValue(item, fn)
 }
 
 // Set writes value under key. Neither slice may change until the transaction ends.
@@ -579,7 +627,13 @@ func (t *Txn) Scan(lower, upper []byte) *Iterator {
 	// Values are small and live in the LSM tree; prefetching them costs more than it saves.
 	opts.PrefetchValues = false
 	opts.Prefix = commonPrefix(lower, upper)
-	return &Iterator{it: t.t.NewIterator(opts), lower: lower, upper: upper}
+	if err := t.db.damagedIn(lower, upper, false); err != nil {
+		// Nothing of the range is read: a scan that stops at the damage would look
+		// like one that ended, so View fails with it instead.
+		t.damage = cmp.Or(t.damage, err)
+		return &Iterator{}
+	}
+	return &Iterator{it: t.t.NewIterator(opts), lower: lower, upper: upper, db: t.db}
 }
 
 // Iterator walks a key range in order. It is not safe for concurrent use.
@@ -589,12 +643,16 @@ type Iterator struct {
 	started      bool
 	item         *badger.Item
 	m            *memIter // instead of it, in memory
+	db           *DB
 }
 
 // Next advances to the next key in range and reports whether there is one.
 func (it *Iterator) Next() bool {
 	if it.m != nil {
 		return it.m.next()
+	}
+	if it.it == nil {
+		return false // refused for damage
 	}
 	if !it.started {
 		it.started = true
@@ -628,7 +686,7 @@ func (it *Iterator) Value(fn func(value []byte) error) error {
 	if it.m != nil {
 		return fn(it.m.cur.value)
 	}
-	return it.item.Value(fn)
+	return it.db.readValue(it.item, fn)
 }
 
 // Close releases the iterator.
@@ -637,7 +695,9 @@ func (it *Iterator) Close() {
 		it.m.close()
 		return
 	}
-	it.it.Close()
+	if it.it != nil {
+		it.it.Close()
+	}
 }
 
 // commonPrefix is the longest prefix shared by every key in [lower, upper), which lets Badger
@@ -652,4 +712,32 @@ func commonPrefix(lower, upper []byte) []byte {
 	}
 	// A key between two keys that share a prefix shares it too.
 	return lower[:n:n]
+}
+
+// ErrDamagedReadOnly is the refusal of a write to a store that Open found damaged.
+var ErrDamagedReadOnly = errors.New("storage: the store is read-only because part of it is damaged")
+
+// refuseDamaged is the error of a write to a damaged store: ErrDamagedReadOnly, with the
+// damage.
+func (d *DB) refuseDamaged() error {
+	return fmt.Errorf("%w: %w", ErrDamagedReadOnly, errors.Join(damages(d.damaged)...))
+}
+
+// damagedIn returns the damage of the first damaged table that may hold a key in
+// [lower, upper), or lower itself when point is set, or nil.
+func (d *DB) damagedIn(lower, upper []byte, point bool) error {
+	for _, dmg := range d.damaged {
+		if dmg.covers(lower, upper, point) {
+			return dmg
+		}
+	}
+	return nil
+}
+
+func damages(ds []*Damage) []error {
+	errs := make([]error, len(ds))
+	for i, d := range ds {
+		errs[i] = d
+	}
+	return errs
 }
