@@ -31,6 +31,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -70,6 +71,8 @@ type Options struct {
 	// set, replaces BadgerOptions' value-log file size.
 	gcTicks      <-chan time.Time
 	vlogFileSize int64
+	// closeWait, when set, replaces defaultCloseWait.
+	closeWait time.Duration
 }
 
 // syncInterval is how often a store without SyncWrites syncs its logs. The operating
@@ -128,6 +131,36 @@ type DB struct {
 	damaged []*Damage
 	// values passes Badger's log on and keeps its last failure to read a value (readValue).
 	values valueLogger
+	// diskFailed is the first failed write or sync of the logs, after which no write is
+	// acknowledged again (see failDisk).
+	diskFailed atomic.Pointer[error]
+	// closeWait bounds how long Close waits for Badger (see defaultCloseWait).
+	closeWait time.Duration
+}
+
+// defaultCloseWait is how long Close waits for Badger to write out its memtables and close
+// its files. On a disk that fails every write (a removed directory, a dead device) Badger
+// retries its flush forever; past this, Close gives up and says what may not be durable.
+const defaultCloseWait = 30 * time.Second
+
+// ErrDiskFailed is the refusal of every write after one to the disk failed: after a failed
+// fsync the kernel may already have dropped the pages it could not write, so a later fsync
+// that succeeds proves nothing (PostgreSQL's "fsyncgate"), and only reopening the store
+// tells what is durable.
+var ErrDiskFailed = errors.New("storage: a write to the disk failed; no write is acknowledged until the database is reopened")
+
+// failDisk records err, a failed write or sync of the logs, and returns the refusal every
+// later write gets.
+func (d *DB) failDisk(err error) error {
+	d.diskFailed.CompareAndSwap(nil, &err)
+	return d.refuseFailed()
+}
+
+func (d *DB) refuseFailed() error {
+	if p := d.diskFailed.Load(); p != nil {
+		return fmt.Errorf("%w (%v)", ErrDiskFailed, *p)
+	}
+	return nil
 }
 
 // Open opens (creating if needed) the store described by o.
@@ -141,7 +174,7 @@ func Open(o Options) (*DB, error) {
 	if o.vlogFileSize > 0 {
 		bo.ValueLogFileSize = o.vlogFileSize
 	}
-	d := &DB{space: newSpace(o), sync: o.SyncWrites, releaseLimit: func() {}}
+	d := &DB{space: newSpace(o), sync: o.SyncWrites, releaseLimit: func() {}, closeWait: cmp.Or(o.closeWait, defaultCloseWait)}
 	d.values.Logger = bo.Logger
 	bo.Logger = &d.values
 	d.bo = bo
@@ -302,10 +335,17 @@ func (d *DB) syncLogs() error {
 	defer d.mu.RUnlock()
 	d.commits.Lock()
 	defer d.commits.Unlock()
-	if err := d.syncValueLogs(); err != nil {
-		return err
+	if d.damaged != nil || d.space.readOnly.Load() != nil {
+		return nil // nothing written, nothing to sync
 	}
-	return d.bdb.Sync()
+	err := d.syncValueLogs()
+	if err == nil {
+		err = d.bdb.Sync()
+	}
+	if err != nil {
+		return d.failDisk(err)
+	}
+	return nil
 }
 
 // syncValueLogs fsyncs the value log files that may hold unsynced writes. An fsync through
@@ -358,18 +398,33 @@ func (d *DB) syncValueLogs() error {
 // A failed sync does not fail the commit, which is made and visible: as after Badger's own
 // failed sync under SyncWrites, the background sync tries again.
 func (d *DB) commit(txn *badger.Txn, valueLog bool) error {
+	if err := d.refuseFailed(); err != nil {
+		return err
+	}
 	if !valueLog || d.sync {
 		d.commits.RLock()
 		defer d.commits.RUnlock()
-		return txn.Commit()
+		return d.commitErr(txn.Commit())
 	}
 	d.commits.Lock()
 	defer d.commits.Unlock()
 	if err := txn.Commit(); err != nil {
+		return d.commitErr(err)
+	}
+	if err := d.syncValueLogs(); err != nil {
+		return d.failDisk(err)
+	}
+	return nil
+}
+
+// commitErr passes on the error of a commit, and takes one that is not the transaction's
+// own (a conflict, a size) for a failed write of the logs, which nothing may acknowledge
+// after (see ErrDiskFailed).
+func (d *DB) commitErr(err error) error {
+	if err == nil || errors.Is(err, badger.ErrConflict) || errors.Is(err, badger.ErrTxnTooBig) || errors.Is(err, badger.ErrDBClosed) {
 		return err
 	}
-	_ = d.syncValueLogs()
-	return nil
+	return d.failDisk(err)
 }
 
 // Close flushes and closes the store.
@@ -389,10 +444,18 @@ func (d *DB) Close() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	defer d.releaseLimit()
-	if err := d.bdb.Close(); err != nil {
-		return fmt.Errorf("storage: close: %w", err)
+	closed := make(chan error, 1)
+	go func() { closed <- d.bdb.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			return fmt.Errorf("storage: close: %w", err)
+		}
+		return nil
+	case <-time.After(d.closeWait):
+		// Badger goes on trying in the background; the process may exit.
+		return fmt.Errorf("storage: close: the store did not finish writing to %s within %v (is the disk failing, or the directory gone?): the writes of about the last second may not be durable", d.bo.Dir, d.closeWait)
 	}
-	return nil
 }
 
 // viewTxn is the Txn of a View, with the in-memory store's transaction beside it; they come
