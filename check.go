@@ -35,6 +35,15 @@ const maxCheckProblems = 100
 // The last needs a database at rest: run Check when no write is under way. A nil error
 // means every invariant holds.
 func (db *DB) Check(ctx context.Context) error {
+	c, err := db.check(ctx)
+	if err != nil {
+		return err
+	}
+	return errors.Join(c.problems...)
+}
+
+// check runs Check and returns its checker, which has read the catalog.
+func (db *DB) check(ctx context.Context) (*checker, error) {
 	// The statistics compared at the end must hold the open tables' counts.
 	var waitErr error
 	db.open.m.Range(func(_, v any) bool {
@@ -42,12 +51,12 @@ func (db *DB) Check(ctx context.Context) error {
 		return waitErr == nil
 	})
 	if waitErr != nil {
-		return waitErr
+		return nil, waitErr
 	}
 	c := &checker{db: db, ctx: ctx, live: map[uint64]string{}, drops: map[uint64]bool{}, counted: map[uint64]*stored{}}
 	damage := db.store.Verify(ctx)
 	if err := ctx.Err(); err != nil {
-		return err
+		return nil, err
 	}
 	err := db.view(ctx, c.scan)
 	if errors.Is(err, storage.ErrDamaged) {
@@ -56,7 +65,7 @@ func (db *DB) Check(ctx context.Context) error {
 		damage = cmp.Or(damage, err)
 		c.report("the checks of keys and records stopped at the damage")
 	} else if err != nil {
-		return err
+		return nil, err
 	}
 	c.reportDamage(damage)
 	if err == nil {
@@ -66,7 +75,7 @@ func (db *DB) Check(ctx context.Context) error {
 	if len(c.problems) >= maxCheckProblems {
 		c.problems = append(c.problems[:maxCheckProblems], errors.New("more problems not reported"))
 	}
-	return errors.Join(c.problems...)
+	return c, nil
 }
 
 // stored is what the store holds of a table: its entities and their bytes.

@@ -461,3 +461,12 @@ func inspectKeyRegistry(dir string) *Damage {
 	}
 	return nil
 }
+
+// Damaged returns the damage Open found in tables, for which it opened the store read-only
+// (see Open), joined; nil if there is none.
+func (d *DB) Damaged() error {
+	if d.damaged == nil {
+		return nil
+	}
+	return d.refuseDamaged()
+}
