@@ -58,4 +58,3 @@ func Salvage(ctx context.Context, dir, to string) (SalvageReport, error) {
 	}
 	return r, nil
 }
-
