@@ -74,11 +74,11 @@ func Salvage(ctx context.Context, dir, to string) (SalvageReport, error) {
 	}
 	w := &salvageWriter{dst: dst}
 	err = copyReadable(ctx, src, &values, w, &r)
-	for _, path := range damaged {
+	for _, t := range damaged {
 		if err != nil {
 			break
 		}
-		err = copyDamagedTable(ctx, src, work, path, w, &r)
+		err = copyDamagedTable(ctx, src, work, t, w, &r)
 	}
 	if err == nil {
 		err = w.flush()
@@ -95,12 +95,12 @@ func Salvage(ctx context.Context, dir, to string) (SalvageReport, error) {
 
 // repairCopy copies dir into work, repairing what can be repaired, and returns the paths of
 // the damaged tables in work, which the rebuilt MANIFEST leaves out.
-func repairCopy(dir, work string, r *SalvageReport) (damagedTables []string, err error) {
+func repairCopy(dir, work string, r *SalvageReport) (damaged []damagedTable, err error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
-	var good []uint64
+	var good []goodTable
 	for _, e := range entries {
 		name := e.Name()
 		if !e.Type().IsRegular() || name == "LOCK" || name == badger.ManifestFilename || name == "DISCARD" {
@@ -116,19 +116,20 @@ func repairCopy(dir, work string, r *SalvageReport) (damagedTables []string, err
 				break
 			}
 			id, _ := table.ParseFileID(name)
-			if d := verifyTable(dst); d != nil {
+			d, compression := verifyTable(dst)
+			if d != nil {
 				// Out of Badger's directory, which it would clear of tables the MANIFEST
 				// does not list.
 				aside := filepath.Join(work, "damaged", name)
 				if err = os.MkdirAll(filepath.Dir(aside), 0o755); err == nil {
 					err = os.Rename(dst, aside)
 				}
-				damagedTables = append(damagedTables, aside)
+				damaged = append(damaged, damagedTable{aside, compression})
 				if d.Lower == nil {
 					r.Lost = append(r.Lost, d) // not even its index can be read
 				}
 			} else {
-				good = append(good, id)
+				good = append(good, goodTable{id, compression})
 			}
 		case strings.HasSuffix(name, ".vlog"), strings.HasSuffix(name, ".mem"):
 			err = repairLog(src, dst, r)
@@ -137,9 +138,22 @@ func repairCopy(dir, work string, r *SalvageReport) (damagedTables []string, err
 			return nil, fmt.Errorf("storage: salvage: copying %s: %w", name, err)
 		}
 	}
-	slices.Sort(good)
-	return damagedTables, writeManifest(work, good)
+	slices.SortFunc(good, func(a, b goodTable) int { return cmp.Compare(a.id, b.id) })
+	return damaged, writeManifest(work, good)
 }
+
+// goodTable and damagedTable are what repairCopy found of a table: where it is, and the
+// compression its blocks are in.
+type (
+	goodTable struct {
+		id          uint64
+		compression options.CompressionType
+	}
+	damagedTable struct {
+		path        string
+		compression options.CompressionType
+	}
+)
 
 // linkOrCopy makes dst a copy of src, a hard link where the file system allows (tables are
 // never written once made, and the salvage only reads them).
@@ -221,11 +235,11 @@ func wholeTransactions(data []byte) (kept []byte, lost []int) {
 
 // writeManifest writes a MANIFEST listing the tables ids, all in level 0, where Badger reads
 // every table and takes each key's newest version whatever its level.
-func writeManifest(dir string, ids []uint64) error {
+func writeManifest(dir string, tables []goodTable) error {
 	set := &pb.ManifestChangeSet{}
-	for _, id := range ids {
-		set.Changes = append(set.Changes, &pb.ManifestChange{Id: id, Op: pb.ManifestChange_CREATE, Level: 0,
-			Compression: uint32(options.None)})
+	for _, t := range tables {
+		set.Changes = append(set.Changes, &pb.ManifestChange{Id: t.id, Op: pb.ManifestChange_CREATE, Level: 0,
+			Compression: uint32(t.compression)})
 	}
 	body, err := proto.Marshal(set)
 	if err != nil {
@@ -351,20 +365,20 @@ func copyReadable(ctx context.Context, src *badger.DB, values *valueLogger, w *s
 // copyDamagedTable reads the table in path block by block, skipping the blocks that fail
 // their checksums (reported lost, with the keys between their first and the next block's
 // first), and writes each entry that is newer than what src holds for its key.
-func copyDamagedTable(ctx context.Context, src *badger.DB, dir, path string, w *salvageWriter, r *SalvageReport) (err error) {
-	name := filepath.Base(path)
+func copyDamagedTable(ctx context.Context, src *badger.DB, dir string, dt damagedTable, w *salvageWriter, r *SalvageReport) (err error) {
+	name := filepath.Base(dt.path)
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if p := recover(); p != nil {
 			r.Lost = append(r.Lost, &Damage{File: name, Err: fmt.Errorf("unreadable: %v", p)})
 		}
 	}()
-	mf, err := z.OpenMmapFile(path, os.O_RDONLY, 0)
+	mf, err := z.OpenMmapFile(dt.path, os.O_RDONLY, 0)
 	if err != nil {
 		return err
 	}
 	defer closeMapping(mf)
-	t, err := table.OpenTable(mf, table.Options{ChkMode: options.OnBlockRead})
+	t, err := table.OpenTable(mf, tableOptions(dt.compression, options.OnBlockRead))
 	if err != nil {
 		return nil // reported by repairCopy: not even its index can be read
 	}

@@ -171,7 +171,7 @@ func verifyTables(ctx context.Context, dir string, names []string) []*Damage {
 				if ctx.Err() != nil {
 					continue
 				}
-				if d := verifyTable(filepath.Join(dir, name)); d != nil && !errors.Is(d.Err, fs.ErrNotExist) {
+				if d, _ := verifyTable(filepath.Join(dir, name)); d != nil && !errors.Is(d.Err, fs.ErrNotExist) {
 					mu.Lock()
 					damaged = append(damaged, d)
 					mu.Unlock()
@@ -189,16 +189,35 @@ func verifyTables(ctx context.Context, dir string, names []string) []*Damage {
 }
 
 // verifyTable checks every block of the table in path against its checksum, and returns
-// its damage or nil. It opens the file on its own, read-only, as Badger's table package
-// reads it. Damage that Badger's decoding does not expect makes it panic (a block whose
-// checksum length is wrong, an index cut short), and a file the disk cannot read makes the
-// mapping fault: both are caught here, in a goroutine of this package, and reported.
-func verifyTable(path string) (damage *Damage) {
+// its damage or nil, and the compression its blocks are in. It opens the file on its own,
+// read-only, as Badger's table package reads it. Damage that Badger's decoding does not
+// expect makes it panic (a block whose checksum length is wrong, an index cut short), and a
+// file the disk cannot read makes the mapping fault: both are caught here, in a goroutine
+// of this package, and reported. The compression is recorded only in the MANIFEST, which may
+// be damaged itself, so each is tried: the store writes none, older stores Badger's default.
+func verifyTable(path string) (*Damage, options.CompressionType) {
+	var first *Damage
+	for _, c := range []options.CompressionType{options.None, options.Snappy, options.ZSTD} {
+		d := verifyTableAs(path, c)
+		if d == nil {
+			return nil, c
+		}
+		if errors.Is(d.Err, fs.ErrNotExist) {
+			return d, c
+		}
+		if first == nil || first.Lower == nil && d.Lower != nil {
+			first = d
+		}
+	}
+	return first, options.None
+}
+
+func verifyTableAs(path string, compression options.CompressionType) (damage *Damage) {
 	damage = &Damage{File: filepath.Base(path)}
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
-			damage.Err = fmt.Errorf("unreadable: %v", r)
+			damage.Err = fmt.Errorf("unreadable: %s", firstLine(fmt.Sprint(r)))
 		}
 	}()
 	mf, err := z.OpenMmapFile(path, os.O_RDONLY, 0)
@@ -207,7 +226,7 @@ func verifyTable(path string) (damage *Damage) {
 		return damage
 	}
 	defer closeMapping(mf)
-	t, err := table.OpenTable(mf, table.Options{ChkMode: options.NoVerification})
+	t, err := table.OpenTable(mf, tableOptions(compression, options.NoVerification))
 	if err != nil {
 		damage.Err = err
 		return damage
@@ -219,6 +238,20 @@ func verifyTable(path string) (damage *Damage) {
 		return damage
 	}
 	return nil
+}
+
+// tableOptions are the options to read a table of the compression with.
+func tableOptions(compression options.CompressionType, mode options.ChecksumVerificationMode) table.Options {
+	return table.Options{ChkMode: mode, Compression: compression, BlockSize: 4 << 10}
+}
+
+// firstLine is what a panic of Badger's says first, without the dump it adds.
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
 }
 
 // closeMapping unmaps and closes a file mapped read-only. Not Table.DecrRef, which deletes
