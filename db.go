@@ -134,7 +134,7 @@ func open(so storage.Options, opts *Options) (*DB, error) {
 			"dir", so.Dir, "err", storageError(err))
 	}
 	if err := store.Full(); err != nil {
-		logger.Warn("tabula: the disk has less free space than the reserve (Options.DiskReserve): writes are refused until it has",
+		logger.Warn("tabula: the disk has less free space than the reserve: reads answer, and writes are refused until it has",
 			"dir", so.Dir, "err", storageError(err))
 	}
 	return openOn(store, &o, so.Dir, nil)

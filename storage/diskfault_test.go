@@ -166,3 +166,36 @@ func TestDiskFaultChild(t *testing.T) {
 		t.Logf("first refusal: %v", firstErr)
 	}
 }
+
+// A table file cut short under the store's mapping (what a disk that fails to read a page
+// looks like to a mapping: SIGBUS) makes reads fail with ErrDamaged; the process lives.
+func TestReadFaultIsAnError(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(Options{Dir: dir})
+	require.NoError(t, err)
+	for i := range 2000 {
+		require.NoError(t, db.Update(func(tx *Txn) error { return tx.Set(diskFaultKey(i), diskFaultValue(i)) }))
+	}
+	require.NoError(t, db.Close())
+	db, err = Open(Options{Dir: dir})
+	require.NoError(t, err)
+	defer db.Close()
+	ssts, err := filepath.Glob(filepath.Join(dir, "*.sst"))
+	require.NoError(t, err)
+	require.NotEmpty(t, ssts)
+	for _, sst := range ssts {
+		require.NoError(t, os.Truncate(sst, 0))
+	}
+	err = db.View(func(tx *Txn) error {
+		it := tx.Scan(nil, nil)
+		defer it.Close()
+		for it.Next() {
+			if err := it.Value(func([]byte) error { return nil }); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	require.ErrorIs(t, err, ErrDamaged)
+	assert.Contains(t, err.Error(), "reading it failed")
+}

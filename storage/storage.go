@@ -28,6 +28,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -202,7 +203,9 @@ func Open(o Options) (*DB, error) {
 		d.bdb, d.damaged = bdb, in.tables
 		return d, nil
 	}
-	if d.space.openReadOnly() {
+	if _, err := os.Stat(filepath.Join(o.Dir, badger.ManifestFilename)); err == nil && d.space.openReadOnly() {
+		// A new directory opens writable on a full disk too (Badger's read-only open needs
+		// a MANIFEST; its new files are sparse): Update refuses writes for want of space.
 		bdb, err := openReadOnly(bo)
 		if err != nil {
 			return nil, fmt.Errorf("%w, and opening it read-only failed: %v", d.space.readOnly.Load(), err)
@@ -482,13 +485,30 @@ func (d *DB) View(fn func(*Txn) error) error {
 	defer txn.Discard()
 	v := viewPool.Get().(*viewTxn)
 	v.t = Txn{t: txn, db: d}
-	err := fn(&v.t)
+	err := readFaults(&v.t, fn)
 	if v.t.damage != nil {
 		err = v.t.damage
 	}
 	v.t = Txn{}
 	viewPool.Put(v)
 	return err
+}
+
+// readFaults runs fn, turning a fault reading a mapped file (the disk failed to read a page
+// of a table or a log, or the file was cut short under the mapping) into an error: the
+// process would otherwise crash with SIGBUS.
+func readFaults(t *Txn, fn func(*Txn) error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			fault, ok := r.(interface{ Addr() uintptr })
+			if !ok {
+				panic(r)
+			}
+			err = &Damage{File: "a file of the store", Err: fmt.Errorf("reading it failed: %v (at address %#x)", r, fault.Addr())}
+		}
+	}()
+	return fn(t)
 }
 
 // Update runs fn in a read-write transaction and commits it. When the commit loses a conflict
