@@ -16,29 +16,10 @@ import (
 //
 //	go test -run '^$' -bench 'BenchmarkReadVerification' -count 5 ./storage/
 func BenchmarkReadVerification(b *testing.B) {
-	dir := b.TempDir()
+	const n = 100_000
+	dir := fillBenchStore(b, n)
 	db, err := Open(Options{Dir: dir})
 	if err != nil {
-		b.Fatal(err)
-	}
-	const n = 100_000
-	value := make([]byte, 1024)
-	for lo := 0; lo < n; lo += 100 {
-		if err := db.Update(func(tx *Txn) error {
-			for i := lo; i < lo+100; i++ {
-				if err := tx.Set(fmt.Appendf(nil, "k%08d", i), value); err != nil {
-					return err
-				}
-			}
-			return nil
-		}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if err := db.Close(); err != nil {
-		b.Fatal(err)
-	}
-	if db, err = Open(Options{Dir: dir}); err != nil {
 		b.Fatal(err)
 	}
 	defer db.Close()
@@ -85,27 +66,7 @@ func BenchmarkReadVerification(b *testing.B) {
 //
 //	go test -run '^$' -bench 'BenchmarkOpenVerification' -count 3 ./storage/
 func BenchmarkOpenVerification(b *testing.B) {
-	dir := b.TempDir()
-	db, err := Open(Options{Dir: dir})
-	if err != nil {
-		b.Fatal(err)
-	}
-	value := make([]byte, 1024)
-	for lo := 0; lo < 100_000; lo += 100 {
-		if err := db.Update(func(tx *Txn) error {
-			for i := lo; i < lo+100; i++ {
-				if err := tx.Set(fmt.Appendf(nil, "k%08d", i), value); err != nil {
-					return err
-				}
-			}
-			return nil
-		}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if err := db.Close(); err != nil {
-		b.Fatal(err)
-	}
+	dir := fillBenchStore(b, 100_000)
 	ssts, _ := filepath.Glob(filepath.Join(dir, "*.sst"))
 	var size int64
 	for _, p := range ssts {
@@ -123,4 +84,31 @@ func BenchmarkOpenVerification(b *testing.B) {
 	}
 	b.ReportMetric(float64(size)*float64(b.N)/1e6/spent.Seconds(), "MB/s")
 	b.ReportMetric(float64(size)/1e6, "MB")
+}
+
+// fillBenchStore writes n keys of 1 KiB values (k00000000 on) into a new store and closes
+// it, returning its directory.
+func fillBenchStore(b *testing.B, n int) string {
+	dir := b.TempDir()
+	db, err := Open(Options{Dir: dir})
+	if err != nil {
+		b.Fatal(err)
+	}
+	value := make([]byte, 1024)
+	for lo := 0; lo < n; lo += 100 {
+		if err := db.Update(func(tx *Txn) error {
+			for i := lo; i < lo+100; i++ {
+				if err := tx.Set(fmt.Appendf(nil, "k%08d", i), value); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return dir
 }
