@@ -2,6 +2,7 @@ package tabula
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/tabuladb/tabula/storage"
@@ -114,6 +115,10 @@ func newestStoredTicks(tx *storage.Txn) (int64, error) {
 					newest = max(newest, ticks)
 					return err
 				})
+				if errors.Is(err, storage.ErrDamaged) {
+					// Its reads fail until it is written again; the rest still sets the clock.
+					continue
+				}
 				if err != nil {
 					return err
 				}

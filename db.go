@@ -127,10 +127,14 @@ func open(so storage.Options, opts *Options) (*DB, error) {
 	}
 	store, err := storage.Open(so)
 	if err != nil {
-		return nil, ErrInternal.WithDetail("%v", err)
+		return nil, storageError(err)
+	}
+	if err := store.Damaged(); err != nil {
+		logger.Error("tabula: the database has damaged files and is open read-only: reads that need them fail, every other read answers, and writes are refused",
+			"dir", so.Dir, "err", storageError(err))
 	}
 	if err := store.Full(); err != nil {
-		logger.Warn("tabula: the disk has less free space than the reserve (Options.DiskReserve): writes are refused until it has",
+		logger.Warn("tabula: the disk has less free space than the reserve: reads answer, and writes are refused until it has",
 			"dir", so.Dir, "err", storageError(err))
 	}
 	return openOn(store, &o, so.Dir, nil)

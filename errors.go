@@ -25,8 +25,10 @@ type Error struct {
 	// Detail says exactly what was wrong, naming the field and the limit; empty on sentinels.
 	Detail string
 
-	// busy narrows a ServerBusy to who refused it (busyPartition or busyAccount), so that
-	// ErrPartitionBusy and ErrAccountBusy match only their own; the wire sees ServerBusy.
+	// busy narrows a code to its cause: a ServerBusy to who refused it (busyPartition,
+	// busyAccount, busyDisk), an InternalError to damage (causeDamage), so that
+	// ErrPartitionBusy, ErrAccountBusy, ErrDiskFull and ErrDamaged match only their own;
+	// the wire sees the code.
 	busy string
 }
 
@@ -103,6 +105,7 @@ const (
 	busyPartition = "partition"
 	busyAccount   = "account"
 	busyDisk      = "disk"
+	causeDamage   = "damage"
 )
 
 // ErrPartitionBusy and ErrAccountBusy tell apart the two refusals the service answers with
@@ -126,6 +129,16 @@ var (
 // Reads go on meanwhile, and nothing is written in part.
 var ErrDiskFull = &Error{Code: ErrServerBusy.Code, StatusCode: ErrServerBusy.StatusCode, Message: ErrServerBusy.Message, busy: busyDisk}
 
+// ErrDamaged is the failure of a read that needs bytes on disk that fail their checksum (a
+// failing disk, a bad cable, a stray write), and of every write to a database that Open found
+// damaged, which it opens read-only. It is a 500 InternalError on the wire, as the service
+// answers a fault of its own, and matches errors.Is(err, ErrInternal); its detail names the
+// damaged file and what to do. Every read that does not need the damaged file goes on.
+var ErrDamaged = &Error{Code: ErrInternal.Code, StatusCode: ErrInternal.StatusCode, Message: ErrInternal.Message, busy: causeDamage}
+
+// damageAdvice is what an operator can do about damage, said wherever it is reported.
+const damageAdvice = "restore the database from a snapshot or an export, or copy what is readable into a new directory with tabula salvage --data DIR --to NEWDIR"
+
 // storageError passes Tabula's own errors and context errors through and turns anything else
 // from the storage layer into the service's errors, so Badger's never leak.
 func storageError(err error) error {
@@ -138,6 +151,8 @@ func storageError(err error) error {
 		return err
 	case errors.Is(err, storage.ErrDiskFull):
 		return ErrDiskFull.WithDetail("%v", err)
+	case errors.Is(err, storage.ErrDamaged):
+		return ErrDamaged.WithDetail("%v; %s", err, damageAdvice)
 	case errors.Is(err, storage.ErrContention):
 		return ErrServerBusy.WithDetail("too many concurrent writers on the same entities; retry")
 	case errors.Is(err, storage.ErrTooLarge):

@@ -2,6 +2,7 @@ package tabula
 
 import (
 	"context"
+	"errors"
 
 	"github.com/tabuladb/tabula/storage"
 )
@@ -17,8 +18,8 @@ import (
 // every other the namespace of its name; legacy reports that this happened to a DB already
 // holding data, whose owners the first listing decided and which the caller should make known.
 //
-// When every owner is recorded already it writes nothing, so that a DB open read-only for want
-// of disk space (ErrDiskFull) still serves its owners.
+// When every owner is recorded already it writes nothing; a DB that refuses writes (ErrDiskFull,
+// ErrDamaged) assigns the owners not recorded as it would record them, and records nothing.
 func (db *DB) AssignNamespaces(ctx context.Context, owners []string) (assigned map[string]*Namespace, legacy bool, err error) {
 	names := map[string]string{}
 	all := false
@@ -66,6 +67,26 @@ func (db *DB) AssignNamespaces(ctx context.Context, owners []string) (assigned m
 		}
 		return nil
 	})
+	if errors.Is(err, ErrDiskFull) || errors.Is(err, ErrDamaged) {
+		// A database that refuses writes (its disk below the reserve, or damaged) still
+		// serves every owner: those not recorded get what recording would give them, and are
+		// recorded at a later start that may write.
+		err = db.view(ctx, func(tx *storage.Txn) error {
+			recorded, err := recordedOwners(tx)
+			clear(names)
+			for i, owner := range owners {
+				ns, ok := recorded[owner]
+				if !ok {
+					ns = owner
+					if len(recorded) == 0 && i == 0 {
+						ns = ""
+					}
+				}
+				names[owner] = ns
+			}
+			return err
+		})
+	}
 	if err != nil {
 		return nil, false, err
 	}

@@ -47,3 +47,32 @@ func TestAssignNamespaces(t *testing.T) {
 		assert.Equal(t, map[string]string{"x": "", "y": "y"}, names(got))
 	})
 }
+
+// A new database on a disk below the reserve serves every owner it is given, and records
+// them, as it served them, at the first start that may write. (Nothing was written in
+// between: the order of the owners decides nothing until one holds data.)
+func TestAssignNamespacesOnAFullDisk(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	full := func() (uint64, error) { return 1 << 20, nil }
+	db, err := Open(dir, &Options{freeSpace: full})
+	require.NoError(t, err)
+	got, _, err := db.AssignNamespaces(ctx, []string{"first", "second"})
+	require.NoError(t, err, "a full disk is a reason to refuse writes, not to refuse to serve")
+	assert.Equal(t, "", got["first"].Name())
+	assert.Equal(t, "second", got["second"].Name())
+	_, err = db.CreateTable(ctx, "Movies")
+	require.ErrorIs(t, err, ErrDiskFull)
+	require.NoError(t, db.Close())
+
+	db, err = Open(dir, nil)
+	require.NoError(t, err)
+	defer db.Close()
+	got, _, err = db.AssignNamespaces(ctx, []string{"first", "second"})
+	require.NoError(t, err)
+	assert.Equal(t, "", got["first"].Name(), "recorded now as it was served then")
+	assert.Equal(t, "second", got["second"].Name())
+	got, _, err = db.AssignNamespaces(ctx, []string{"second", "first"})
+	require.NoError(t, err)
+	assert.Equal(t, "", got["first"].Name(), "recorded: the order no longer matters")
+}

@@ -20,6 +20,7 @@ package storage
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -27,12 +28,15 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
 )
 
 // Options say where and how to open the store.
@@ -68,6 +72,8 @@ type Options struct {
 	// set, replaces BadgerOptions' value-log file size.
 	gcTicks      <-chan time.Time
 	vlogFileSize int64
+	// closeWait, when set, replaces defaultCloseWait.
+	closeWait time.Duration
 }
 
 // syncInterval is how often a store without SyncWrites syncs its logs. The operating
@@ -120,6 +126,45 @@ type DB struct {
 	vlogSynced uint64
 
 	releaseLimit func() // stops counting the store in the Go memory limit (see HoldGoLimit)
+
+	// damaged are the tables Open found damaged, which make the store read-only: reads
+	// that may need their keys fail with their Damage, and writes with ErrDamagedReadOnly.
+	damaged []*Damage
+	// values passes Badger's log on and keeps its last failure to read a value (readValue).
+	values valueLogger
+	// diskFailed is the first failed write or sync of the logs, after which no write is
+	// acknowledged again (see failDisk).
+	diskFailed atomic.Pointer[error]
+	// closeWait bounds how long Close waits for Badger (see defaultCloseWait).
+	closeWait time.Duration
+	// unverified turns off what reads verify (readFaults, readValue), for the benchmarks
+	// that measure its cost.
+	unverified bool
+}
+
+// defaultCloseWait is how long Close waits for Badger to write out its memtables and close
+// its files. On a disk that fails every write (a removed directory, a dead device) Badger
+// retries its flush forever; past this, Close gives up and says what may not be durable.
+const defaultCloseWait = 30 * time.Second
+
+// ErrDiskFailed is the refusal of every write after one to the disk failed: after a failed
+// fsync the kernel may already have dropped the pages it could not write, so a later fsync
+// that succeeds proves nothing (PostgreSQL's "fsyncgate"), and only reopening the store
+// tells what is durable.
+var ErrDiskFailed = errors.New("storage: a write to the disk failed; no write is acknowledged until the database is reopened")
+
+// failDisk records err, a failed write or sync of the logs, and returns the refusal every
+// later write gets.
+func (d *DB) failDisk(err error) error {
+	d.diskFailed.CompareAndSwap(nil, &err)
+	return d.refuseFailed()
+}
+
+func (d *DB) refuseFailed() error {
+	if p := d.diskFailed.Load(); p != nil {
+		return fmt.Errorf("%w (%v)", ErrDiskFailed, *p)
+	}
+	return nil
 }
 
 // Open opens (creating if needed) the store described by o.
@@ -127,17 +172,43 @@ func Open(o Options) (*DB, error) {
 	if o.InMemory {
 		return &DB{mem: openMemory()}, nil
 	}
-	bo := BadgerOptions(o.Dir, o.MemoryBudget).WithSyncWrites(o.SyncWrites)
+	// Values in the value log carry a checksum of their own, which Badger verifies on
+	// read only when asked; the tables are verified by inspect.
+	bo := BadgerOptions(o.Dir, o.MemoryBudget).WithSyncWrites(o.SyncWrites).WithVerifyValueChecksum(true)
 	if o.vlogFileSize > 0 {
 		bo.ValueLogFileSize = o.vlogFileSize
 	}
-	d := &DB{bo: bo, space: newSpace(o), sync: o.SyncWrites, releaseLimit: func() {}}
+	d := &DB{space: newSpace(o), sync: o.SyncWrites, releaseLimit: func() {}, closeWait: cmp.Or(o.closeWait, defaultCloseWait)}
+	d.values.Logger = bo.Logger
+	bo.Logger = &d.values
+	d.bo = bo
 	d.space.onFull = o.OnFull
 	// Deleting files takes no space, so this is done on a full disk too.
 	if err := removeEmptyLogs(o.Dir); err != nil {
 		return nil, fmt.Errorf("storage: open %q: %w", o.Dir, err)
 	}
-	if d.space.openReadOnly() {
+	in, err := inspect(o.Dir)
+	if err == nil {
+		err = in.fatal
+	}
+	if err != nil {
+		return nil, fmt.Errorf("storage: open %q: %w", o.Dir, err)
+	}
+	if len(in.tables) > 0 {
+		// Read what is intact and write nothing: a compaction would carry the damage into
+		// new tables or drop what follows it. Badger verifies every block it reads, so
+		// that a scan beside a damaged table never sees its bytes, and reads that need
+		// one of its keys are refused (see Txn.damage).
+		bdb, err := openReadOnly(bo.WithChecksumVerificationMode(options.OnBlockRead))
+		if err != nil {
+			return nil, fmt.Errorf("storage: open %q: %w; opening the rest read-only failed: %v", o.Dir, errors.Join(damages(in.tables)...), err)
+		}
+		d.bdb, d.damaged = bdb, in.tables
+		return d, nil
+	}
+	if _, err := os.Stat(filepath.Join(o.Dir, badger.ManifestFilename)); err == nil && d.space.openReadOnly() {
+		// A new directory opens writable on a full disk too (Badger's read-only open needs
+		// a MANIFEST; its new files are sparse): Update refuses writes for want of space.
 		bdb, err := openReadOnly(bo)
 		if err != nil {
 			return nil, fmt.Errorf("%w, and opening it read-only failed: %v", d.space.readOnly.Load(), err)
@@ -270,10 +341,17 @@ func (d *DB) syncLogs() error {
 	defer d.mu.RUnlock()
 	d.commits.Lock()
 	defer d.commits.Unlock()
-	if err := d.syncValueLogs(); err != nil {
-		return err
+	if d.damaged != nil || d.space.readOnly.Load() != nil {
+		return nil // nothing written, nothing to sync
 	}
-	return d.bdb.Sync()
+	err := d.syncValueLogs()
+	if err == nil {
+		err = d.bdb.Sync()
+	}
+	if err != nil {
+		return d.failDisk(err)
+	}
+	return nil
 }
 
 // syncValueLogs fsyncs the value log files that may hold unsynced writes. An fsync through
@@ -326,18 +404,33 @@ func (d *DB) syncValueLogs() error {
 // A failed sync does not fail the commit, which is made and visible: as after Badger's own
 // failed sync under SyncWrites, the background sync tries again.
 func (d *DB) commit(txn *badger.Txn, valueLog bool) error {
+	if err := d.refuseFailed(); err != nil {
+		return err
+	}
 	if !valueLog || d.sync {
 		d.commits.RLock()
 		defer d.commits.RUnlock()
-		return txn.Commit()
+		return d.commitErr(txn.Commit())
 	}
 	d.commits.Lock()
 	defer d.commits.Unlock()
 	if err := txn.Commit(); err != nil {
+		return d.commitErr(err)
+	}
+	if err := d.syncValueLogs(); err != nil {
+		return d.failDisk(err)
+	}
+	return nil
+}
+
+// commitErr passes on the error of a commit, and takes one that is not the transaction's
+// own (a conflict, a size) for a failed write of the logs, which nothing may acknowledge
+// after (see ErrDiskFailed).
+func (d *DB) commitErr(err error) error {
+	if err == nil || errors.Is(err, badger.ErrConflict) || errors.Is(err, badger.ErrTxnTooBig) || errors.Is(err, badger.ErrDBClosed) {
 		return err
 	}
-	_ = d.syncValueLogs()
-	return nil
+	return d.failDisk(err)
 }
 
 // Close flushes and closes the store.
@@ -357,10 +450,18 @@ func (d *DB) Close() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	defer d.releaseLimit()
-	if err := d.bdb.Close(); err != nil {
-		return fmt.Errorf("storage: close: %w", err)
+	closed := make(chan error, 1)
+	go func() { closed <- d.bdb.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			return fmt.Errorf("storage: close: %w", err)
+		}
+		return nil
+	case <-time.After(d.closeWait):
+		// Badger goes on trying in the background; the process may exit.
+		return fmt.Errorf("storage: close: the store did not finish writing to %s within %v (is the disk failing, or the directory gone?): the writes of about the last second may not be durable", d.bo.Dir, d.closeWait)
 	}
-	return nil
 }
 
 // viewTxn is the Txn of a View, with the in-memory store's transaction beside it; they come
@@ -387,10 +488,35 @@ func (d *DB) View(fn func(*Txn) error) error {
 	defer txn.Discard()
 	v := viewPool.Get().(*viewTxn)
 	v.t = Txn{t: txn, db: d}
-	err := fn(&v.t)
+	var err error
+	if d.unverified {
+		err = fn(&v.t)
+	} else {
+		err = readFaults(&v.t, fn)
+	}
+	if v.t.damage != nil {
+		err = v.t.damage
+	}
 	v.t = Txn{}
 	viewPool.Put(v)
 	return err
+}
+
+// readFaults runs fn, turning a fault reading a mapped file (the disk failed to read a page
+// of a table or a log, or the file was cut short under the mapping) into an error: the
+// process would otherwise crash with SIGBUS.
+func readFaults(t *Txn, fn func(*Txn) error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			fault, ok := r.(interface{ Addr() uintptr })
+			if !ok {
+				panic(r)
+			}
+			err = &Damage{File: "a file of the store", Err: fmt.Errorf("reading it failed: %v (at address %#x)", r, fault.Addr())}
+		}
+	}()
+	return fn(t)
 }
 
 // Update runs fn in a read-write transaction and commits it. When the commit loses a conflict
@@ -405,6 +531,9 @@ func (d *DB) View(fn func(*Txn) error) error {
 func (d *DB) Update(fn func(*Txn) error) error {
 	if d.mem != nil {
 		return d.mem.update(d, fn)
+	}
+	if d.damaged != nil {
+		return d.refuseDamaged()
 	}
 	if ro := d.space.readOnly.Load(); ro != nil && !d.reopenWritable() {
 		return d.space.refuse(ro)
@@ -421,6 +550,9 @@ func (d *DB) Update(fn func(*Txn) error) error {
 func (d *DB) UpdateNow(fn func(*Txn) error) error {
 	if d.mem != nil {
 		return d.mem.update(d, fn)
+	}
+	if d.damaged != nil {
+		return d.refuseDamaged()
 	}
 	if ro := d.space.readOnly.Load(); ro != nil && !d.reopenWritable() {
 		return d.space.refuse(ro)
@@ -509,12 +641,19 @@ type Txn struct {
 	writes   int
 	tooBig   bool
 	valueLog bool
+	// damage is the first damaged table a read of this transaction needed, which View
+	// returns whatever the closure does: a scan that met it ended early.
+	damage error
 }
 
 // Get looks key up and, when present, calls fn with its value, which is valid only during fn.
 func (t *Txn) Get(key []byte, fn func(value []byte) error) (found bool, err error) {
 	if t.m != nil {
 		return t.m.get(key, fn)
+	}
+	if err := t.db.damagedIn(key, nil, true); err != nil {
+		t.damage = cmp.Or(t.damage, err)
+		return false, err
 	}
 	item, err := t.t.Get(key)
 	if errors.Is(err, badger.ErrKeyNotFound) {
@@ -526,7 +665,7 @@ func (t *Txn) Get(key []byte, fn func(value []byte) error) (found bool, err erro
 	if fn == nil {
 		return true, nil
 	}
-	return true, item.Value(fn)
+	return true, t.db.readValue(item, fn)
 }
 
 // Set writes value under key. Neither slice may change until the transaction ends.
@@ -579,7 +718,13 @@ func (t *Txn) Scan(lower, upper []byte) *Iterator {
 	// Values are small and live in the LSM tree; prefetching them costs more than it saves.
 	opts.PrefetchValues = false
 	opts.Prefix = commonPrefix(lower, upper)
-	return &Iterator{it: t.t.NewIterator(opts), lower: lower, upper: upper}
+	if err := t.db.damagedIn(lower, upper, false); err != nil {
+		// Nothing of the range is read: a scan that stops at the damage would look
+		// like one that ended, so View fails with it instead.
+		t.damage = cmp.Or(t.damage, err)
+		return &Iterator{}
+	}
+	return &Iterator{it: t.t.NewIterator(opts), lower: lower, upper: upper, db: t.db}
 }
 
 // Iterator walks a key range in order. It is not safe for concurrent use.
@@ -589,12 +734,16 @@ type Iterator struct {
 	started      bool
 	item         *badger.Item
 	m            *memIter // instead of it, in memory
+	db           *DB
 }
 
 // Next advances to the next key in range and reports whether there is one.
 func (it *Iterator) Next() bool {
 	if it.m != nil {
 		return it.m.next()
+	}
+	if it.it == nil {
+		return false // refused for damage
 	}
 	if !it.started {
 		it.started = true
@@ -628,7 +777,7 @@ func (it *Iterator) Value(fn func(value []byte) error) error {
 	if it.m != nil {
 		return fn(it.m.cur.value)
 	}
-	return it.item.Value(fn)
+	return it.db.readValue(it.item, fn)
 }
 
 // Close releases the iterator.
@@ -637,7 +786,9 @@ func (it *Iterator) Close() {
 		it.m.close()
 		return
 	}
-	it.it.Close()
+	if it.it != nil {
+		it.it.Close()
+	}
 }
 
 // commonPrefix is the longest prefix shared by every key in [lower, upper), which lets Badger
@@ -652,4 +803,32 @@ func commonPrefix(lower, upper []byte) []byte {
 	}
 	// A key between two keys that share a prefix shares it too.
 	return lower[:n:n]
+}
+
+// ErrDamagedReadOnly is the refusal of a write to a store that Open found damaged.
+var ErrDamagedReadOnly = errors.New("storage: the store is read-only because part of it is damaged")
+
+// refuseDamaged is the error of a write to a damaged store: ErrDamagedReadOnly, with the
+// damage.
+func (d *DB) refuseDamaged() error {
+	return fmt.Errorf("%w: %w", ErrDamagedReadOnly, errors.Join(damages(d.damaged)...))
+}
+
+// damagedIn returns the damage of the first damaged table that may hold a key in
+// [lower, upper), or lower itself when point is set, or nil.
+func (d *DB) damagedIn(lower, upper []byte, point bool) error {
+	for _, dmg := range d.damaged {
+		if dmg.covers(lower, upper, point) {
+			return dmg
+		}
+	}
+	return nil
+}
+
+func damages(ds []*Damage) []error {
+	errs := make([]error, len(ds))
+	for i, d := range ds {
+		errs[i] = d
+	}
+	return errs
 }

@@ -15,10 +15,15 @@ import (
 const checkUsage = `Usage: tabula check --data DIR
 
 Opens the database in DIR as "tabula serve" would (finishing what a crash left, such as the
-deletion of a dropped table's data), verifies its invariants (tabula.DB.Check: every record
-decodes, every entity belongs to a table, the table-ID counter and the clock are ahead of
-the data) and closes it. It prints each problem found, and exits 0 when there is none and 1
-when there is any. Stop the server that uses DIR first: a directory has one user at a time.
+deletion of a dropped table's data) and verifies it: every block of every table file and
+every value against its checksum, the logs, every record's decoding, and the database's
+invariants (every entity belongs to a table, the table-ID counter and the clock are ahead of
+the data). It prints each problem found, damaged files with the tables and keys they hold,
+and what to do, and exits 0 when there is none and 1 when there is any. Stop the server that
+uses DIR first: a directory has one user at a time.
+
+A damaged database can be restored from a snapshot or an export, or what is readable of it
+copied into a new directory with "tabula salvage --data DIR --to NEWDIR".
 `
 
 // runCheck is "tabula check".
@@ -46,6 +51,10 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	db, err := tabula.Open(*dir, nil)
 	if err != nil {
 		fmt.Fprintln(stderr, "tabula check:", message(err))
+		if errors.Is(err, tabula.ErrDamaged) {
+			fmt.Fprintf(stdout, "problem: %s\n", message(err))
+			fmt.Fprintf(stdout, "what to do: restore the database from a snapshot or an export, or copy what is readable with \"tabula salvage --data %s --to NEWDIR\"\n", *dir)
+		}
 		return 1
 	}
 	err = db.Check(ctx)
@@ -54,7 +63,11 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	if err != nil {
 		for _, line := range strings.Split(err.Error(), "\n") {
-			fmt.Fprintln(stdout, "problem:", line)
+			if strings.HasPrefix(line, "what to do: ") {
+				fmt.Fprintln(stdout, line)
+			} else {
+				fmt.Fprintln(stdout, "problem:", message(errors.New(line)))
+			}
 		}
 		return 1
 	}

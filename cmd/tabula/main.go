@@ -7,6 +7,7 @@
 //
 //	tabula serve [flags]
 //	tabula check --data DIR
+//	tabula salvage --data DIR --to NEWDIR
 //	tabula export [flags] FILE
 //	tabula import [flags] FILE
 //	tabula version
@@ -43,7 +44,9 @@ func main() {
 
 const usage = `Usage:
   tabula serve [flags]     serve the Azure Table API (see "tabula serve --help")
-  tabula check --data DIR  verify a database's invariants (see "tabula check --help")
+  tabula check --data DIR  verify a database's bytes and invariants (see "tabula check --help")
+  tabula salvage --data DIR --to NEWDIR
+                           copy what is readable of a damaged database (see "tabula salvage --help")
   tabula export FILE       write tables to an interchange file (see "tabula export --help")
   tabula import FILE       read an interchange file into tables (see "tabula import --help")
   tabula version           print the version
@@ -60,6 +63,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "serve":
 	case "check":
 		return runCheck(ctx, args[1:], stdout, stderr)
+	case "salvage":
+		return runSalvage(ctx, args[1:], stdout, stderr)
 	case "export":
 		return runExport(ctx, args[1:], stdout, stderr)
 	case "import":
