@@ -16,7 +16,7 @@ import (
 	"github.com/tabuladb/tabula/storage"
 )
 
-// Export and import of an interchange file (issue 20): N entities of about 1 KiB (a
+// Export and import of an interchange file: N entities of about 1 KiB (a
 // 1,000-character String and an Int64), 100 to a partition, in one table, on disk. Each is
 // a ratio against raw Badger doing the same writes (the same keys and records, through
 // Badger's WriteBatch) and the same reads (one iteration over the table's keys and
