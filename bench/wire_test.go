@@ -117,6 +117,12 @@ func (w *wire) measure(wall, cpu *time.Duration, f func()) {
 // account), as the Go SDK would send it.
 func (w *wire) request(b *testing.B, method, target string, header map[string]string, body []byte) *http.Request {
 	b.Helper()
+	return signedRequest(b, w.key, method, target, header, body)
+}
+
+// signedRequest builds a request for target signed with Shared Key Lite under key.
+func signedRequest(b *testing.B, key []byte, method, target string, header map[string]string, body []byte) *http.Request {
+	b.Helper()
 	var r io.Reader = http.NoBody
 	if body != nil {
 		r = bytes.NewReader(body)
@@ -141,7 +147,7 @@ func (w *wire) request(b *testing.B, method, target string, header map[string]st
 	if q := req.URL.Query(); q.Has("comp") {
 		resource += "?comp=" + q.Get("comp")
 	}
-	m := hmac.New(sha256.New, w.key)
+	m := hmac.New(sha256.New, key)
 	m.Write([]byte(date + "\n" + resource))
 	req.Header.Set("Authorization", "SharedKeyLite "+server.DevelopmentAccountName+":"+
 		base64.StdEncoding.EncodeToString(m.Sum(nil)))
