@@ -237,61 +237,24 @@ func loadRawTransactions(b *testing.B, db *badger.DB, w *Workload, parts, rows i
 	}
 }
 
-// rawScanNoMatch scans the first table's records in raw Badger in pages of 1,000 examined,
+// rawScanNoMatch scans the first table's records in raw Badger in one read transaction,
 // decoding each record and testing noMatchFilter's property, and fails b unless it
 // examined want records and matched none.
 func rawScanNoMatch(b *testing.B, db *badger.DB, want int) {
 	prefix := tablePrefix(nil, rawTableID)
-	page := make([]rawEntity, tabula.MaxEntitiesPerPage)
-	rr := newRecordReader()
+	page := make([]rawEntity, 1)
 	match := func(_ []byte, r *rawRecord) bool {
 		p, ok := r.prop("Payload")
 		return ok && p.code == codeString && p.str == "nothing"
 	}
-	scanned := 0
-	for start := prefix; start != nil; {
-		s, k, err := rawScanPage(db, prefix, start, page, rr, match, &start)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if k != 0 {
-			b.Fatalf("%d records matched", k)
-		}
-		scanned += s
+	var next []byte
+	scanned, kept, err := rawScan(db, prefix, prefix, nil, page, newRecordReader(), match, &next)
+	if err != nil {
+		b.Fatal(err)
 	}
-	if scanned != want {
-		b.Fatalf("scanned %d records, want %d", scanned, want)
+	if scanned != want || kept != 0 {
+		b.Fatalf("scanned %d records and matched %d, want %d and none", scanned, kept, want)
 	}
-}
-
-// rawScanPage is rawScan ending a page after MaxEntitiesPerPage keys examined rather than
-// kept, as a page of the service's does when a filter matches little.
-func rawScanPage(db *badger.DB, prefix, start []byte, page []rawEntity, rr *recordReader,
-	match func([]byte, *rawRecord) bool, next *[]byte) (scanned, kept int, err error) {
-	*next = nil
-	var rec rawRecord
-	err = db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(iterOptions(prefix))
-		defer it.Close()
-		for it.Seek(start); it.Valid(); it.Next() {
-			item := it.Item()
-			if scanned == len(page) {
-				*next = item.KeyCopy(nil)
-				return nil
-			}
-			scanned++
-			rec.props = page[0].rec.props
-			if err := item.Value(func(v []byte) error { return rr.decode(v, &rec) }); err != nil {
-				return err
-			}
-			page[0].rec.props = rec.props
-			if match(item.Key(), &rec) {
-				kept++
-			}
-		}
-		return nil
-	})
-	return scanned, kept, err
 }
 
 // BenchmarkHandlerTransaction inserts 100 new entities of 1 KiB per operation, each in a

@@ -80,18 +80,11 @@ func newWire(b *testing.B) *wire {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = db.Close() })
-	h, err := server.New(db, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	key, err := base64.StdEncoding.DecodeString(server.DevelopmentAccountKey)
-	if err != nil {
-		b.Fatal(err)
-	}
+	hd := newHandler(b, db)
 	runtime.LockOSThread()
 	b.Cleanup(runtime.UnlockOSThread)
 	_, cpu := threadCPU()
-	w := &wire{db: db, h: h, key: key, out: wireWriter{h: http.Header{}}, cpu: cpu}
+	w := &wire{db: db, h: hd.h, key: hd.key, out: wireWriter{h: http.Header{}}, cpu: cpu}
 	const calibrations = 10_000
 	var wall, cpuTime time.Duration
 	for range calibrations {
