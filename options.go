@@ -62,9 +62,9 @@ type Options struct {
 	// room to collect in (see NoGoMemoryLimit); the process's own allocations (requests,
 	// query results) come on top, and so do the pages of the memory-mapped table files, which
 	// count in the resident set but which the kernel drops under memory pressure. 0 means
-	// 256 MiB, enough for a developer's laptop, and also the smallest honoured. A larger
-	// budget buys fewer flushes and cache misses on large tables. It does not matter for
-	// OpenInMemory.
+	// 1 GiB (storage.DefaultMemoryBudget says why); the smallest honoured is 256 MiB. A
+	// larger budget buys fewer flushes and compactions; a smaller one holds less while
+	// loading. It does not matter for OpenInMemory.
 	MemoryBudget uint64
 
 	// NoGoMemoryLimit leaves the Go runtime's soft memory limit alone. Otherwise, while a

@@ -22,6 +22,7 @@ import (
 
 	"github.com/tabuladb/tabula"
 	"github.com/tabuladb/tabula/internal/lazyfs"
+	"github.com/tabuladb/tabula/storage"
 )
 
 // The power-loss test: as the crash test (crash_test.go), a process writing transactions
@@ -46,7 +47,7 @@ const (
 	powerChildEnv  = "TABULA_POWER_CHILD"
 	powerPace      = 5 * time.Millisecond
 	powerPacedTxns = 600
-	powerFill      = 4000 // under the default budget's value threshold (storage.BadgerOptions)
+	powerFill      = 4000 // under the smallest budget's value threshold (storage.BadgerOptions)
 )
 
 // powerActions is transaction seq: crashActions, and every fourth one with an entity too
@@ -287,7 +288,9 @@ func TestPowerLossChild(t *testing.T) {
 	require.NoError(t, err)
 	pace, err := time.ParseDuration(os.Getenv("TABULA_POWER_PACE"))
 	require.NoError(t, err)
-	db, err := tabula.Open(dir, &tabula.Options{SyncWrites: os.Getenv("TABULA_POWER_SYNC") == "true"})
+	// The smallest budget's memtables, which the writes fill and Badger writes out as tables.
+	db, err := tabula.Open(dir, &tabula.Options{SyncWrites: os.Getenv("TABULA_POWER_SYNC") == "true",
+		MemoryBudget: storage.MinMemoryBudget})
 	require.NoError(t, err)
 	ctx := context.Background()
 	if _, err := db.CreateTable(ctx, crashTable); err != nil && !errors.Is(err, tabula.ErrTableAlreadyExists) {

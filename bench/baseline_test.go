@@ -22,7 +22,7 @@ import (
 )
 
 // The baseline: raw Badger doing the work of each engine operation with the engine's key
-// encoding and record format, written here from the format's description (ARCHITECTURE.md,
+// encoding and record format, written here from the format's description (keys.go,
 // record.go) rather than by calling the engine. TestBaselineMatchesEngine checks that the
 // bytes are identical.
 

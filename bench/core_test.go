@@ -128,7 +128,7 @@ func BenchmarkParallelGet(b *testing.B) {
 }
 
 // BenchmarkInsert inserts single entities, each in its own transaction, appending to one
-// partition as one worker of the seed's case study does.
+// partition as one worker of the study's case study does.
 func BenchmarkInsert(b *testing.B) {
 	w := NewWorkload(shape, 4)
 	pk, prefix := w.GUID(), w.RowPrefix(1, 1)
@@ -255,7 +255,7 @@ func BenchmarkUpdateIfMatch(b *testing.B) {
 }
 
 // BenchmarkBatchInsert inserts entity group transactions of N new entities into one
-// partition, as in the seed's Figures 5 and 6.
+// partition, as in the study's Figures 5 and 6.
 func BenchmarkBatchInsert(b *testing.B) {
 	for _, size := range []int{1, 10, 20, 50, 100} {
 		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) {

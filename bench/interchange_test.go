@@ -16,7 +16,7 @@ import (
 	"github.com/tabuladb/tabula/storage"
 )
 
-// Export and import of an interchange file (issue 20): N entities of about 1 KiB (a
+// Export and import of an interchange file: N entities of about 1 KiB (a
 // 1,000-character String and an Int64), 100 to a partition, in one table, on disk. Each is
 // a ratio against raw Badger doing the same writes (the same keys and records, through
 // Badger's WriteBatch) and the same reads (one iteration over the table's keys and
@@ -198,14 +198,7 @@ func BenchmarkImport(b *testing.B) {
 		file = interchangeFile(n)
 	}
 	withRaw := os.Getenv("TABULA_BENCH_IMPORT_RAW") != "0"
-	var budget uint64 // the store's memory budget, for both; 0 is the default
-	if s := os.Getenv("TABULA_BENCH_BUDGET"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			b.Fatalf("TABULA_BENCH_BUDGET=%q: want a size in bytes", s)
-		}
-		budget = v
-	}
+	budget := benchBudget(b) // the store's memory budget, for both
 	var engine, raw, engineCPU, rawCPU, rawStalled, debt time.Duration
 	for b.Loop() {
 		b.StopTimer()
@@ -370,4 +363,18 @@ func TestInterchangeReader(t *testing.T) {
 func cpuNow() time.Duration {
 	d, _ := processCPU()
 	return d
+}
+
+// benchBudget is the memory budget TABULA_BENCH_BUDGET sets in bytes, 0 (the default's)
+// when it is unset.
+func benchBudget(b *testing.B) uint64 {
+	s := os.Getenv("TABULA_BENCH_BUDGET")
+	if s == "" {
+		return 0
+	}
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		b.Fatalf("TABULA_BENCH_BUDGET=%q: want a size in bytes", s)
+	}
+	return v
 }

@@ -117,14 +117,14 @@ func BenchmarkLimits(b *testing.B) {
 	})
 }
 
-// Figures 8 and 9 of seed 003: single-entity inserts and gets from many goroutines into one
+// Figures 8 and 9 of the case study bench/casestudy reruns: single-entity inserts and gets from many goroutines into one
 // partition or into one partition per goroutine, with the service's limits enforced
 // (2,000 entities/s per PartitionKey, 20,000 per account).
 const (
-	// spreadParallelism × GOMAXPROCS goroutines issue requests (the seed's 15 threads per VM).
+	// spreadParallelism × GOMAXPROCS goroutines issue requests (the study's 15 threads per VM).
 	spreadParallelism = 8
 	// throttledWait is how long a goroutine pauses after ServerBusy before its next request:
-	// the seed's clients waited 3 s, scaled down to a benchmark's second.
+	// the study's clients waited 3 s, scaled down to a benchmark's second.
 	throttledWait = 10 * time.Millisecond
 )
 

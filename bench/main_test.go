@@ -16,7 +16,7 @@ import (
 )
 
 // The store and the entity shape are chosen by environment variables rather than
-// sub-benchmark names, so that the names stay exactly those issue 6 lists:
+// sub-benchmark names, so that the names stay stable for the scripts that read them (bench/ratios):
 //
 //	TABULA_BENCH_STORE=disk (default) | mem
 //	TABULA_BENCH_SHAPE=payload (default) | mixed

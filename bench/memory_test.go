@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/tabuladb/tabula"
+	"github.com/tabuladb/tabula/storage"
 )
 
 // openKind opens a fresh database in memory or on disk, closed when b ends.
@@ -125,8 +126,9 @@ func BenchmarkMemoryFootprint(b *testing.B) {
 
 // BenchmarkHostHeap measures what the Go memory limit an open database holds (see
 // tabula.Options.NoGoMemoryLimit) costs a host program whose own heap is larger than the
-// budget: the host keeps TABULA_BENCH_HOST_HEAP MiB live (default 384, over the 256 MiB
-// budget) and allocates 1 MiB of garbage per op, with a database on disk open beside it,
+// budget: the host keeps TABULA_BENCH_HOST_HEAP MiB live (default 384, over the smallest
+// budget, which the database is given) and allocates 1 MiB of garbage per op, with a
+// database on disk open beside it,
 // with the limit ("limit") and without ("nolimit"). The limit follows the heap GOGC aims at,
 // so gc/op should be the same in both.
 func BenchmarkHostHeap(b *testing.B) {
@@ -144,7 +146,8 @@ func BenchmarkHostHeap(b *testing.B) {
 	}
 	for _, name := range []string{"nolimit", "limit"} {
 		b.Run(name, func(b *testing.B) {
-			db := openEngineWith(b, b.TempDir(), &tabula.Options{NoGoMemoryLimit: name == "nolimit"})
+			db := openEngineWith(b, b.TempDir(), &tabula.Options{MemoryBudget: storage.MinMemoryBudget,
+				NoGoMemoryLimit: name == "nolimit"})
 			createTable(b, db, "Host")
 			runtime.GC()
 			var garbage [][]byte

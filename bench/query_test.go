@@ -8,7 +8,7 @@ import (
 	"github.com/tabuladb/tabula"
 )
 
-// BenchmarkQuery measures the four plan kinds of issue 3 on the read fixture, each against
+// BenchmarkQuery measures the four plan kinds (tabula.PlanKind) on the read fixture, each against
 // raw Badger scanning the same key range. Each reports scanned/s: the entities a query
 // examined (Page.Plan.Scanned) per second, returned or not.
 func BenchmarkQuery(b *testing.B) {
@@ -193,7 +193,7 @@ func benchQueryPartitionRange(b *testing.B, fx *readFixture) {
 	}
 }
 
-// benchQueryFullScan: a RowKey range with no PartitionKey, seed 003's fifth example query:
+// benchQueryFullScan: a RowKey range with no PartitionKey, as the case study's fifth example query has it (bench/casestudy):
 // a FullScan of the 100,000 entities whose residual matches 10 of them.
 func benchQueryFullScan(b *testing.B, fx *readFixture) {
 	const matches = 10

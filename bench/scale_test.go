@@ -50,7 +50,7 @@ func scaleLimit(b *testing.B) int {
 // (load-entities/s), the wait for compactions after it (settle-s) and the peaks of the
 // process's anonymous memory and resident set through both, sampled every 10 ms
 // (load-peak-anon-MB, load-peak-RSS-MB). The cost per operation should stay nearly flat
-// and the anonymous memory under the default memory budget (256 MiB) at every size.
+// and the anonymous memory under the memory budget at every size.
 func BenchmarkScale(b *testing.B) {
 	limit := scaleLimit(b)
 	dir := b.TempDir()
@@ -114,10 +114,11 @@ func BenchmarkScale(b *testing.B) {
 	}
 }
 
-// openScaleDB opens the scale database on disk whatever TABULA_BENCH_STORE says: 10M
-// entities of 1 KiB do not belong in memory.
+// openScaleDB opens the scale database on disk whatever TABULA_BENCH_STORE says (10M
+// entities of 1 KiB do not belong in memory), with the memory budget TABULA_BENCH_BUDGET
+// sets.
 func openScaleDB(b *testing.B, dir string) *tabula.DB {
-	db, err := tabula.Open(dir, nil)
+	db, err := tabula.Open(dir, &tabula.Options{MemoryBudget: benchBudget(b)})
 	if err != nil {
 		b.Fatal(err)
 	}

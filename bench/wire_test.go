@@ -80,18 +80,11 @@ func newWire(b *testing.B) *wire {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = db.Close() })
-	h, err := server.New(db, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	key, err := base64.StdEncoding.DecodeString(server.DevelopmentAccountKey)
-	if err != nil {
-		b.Fatal(err)
-	}
+	hd := newHandler(b, db)
 	runtime.LockOSThread()
 	b.Cleanup(runtime.UnlockOSThread)
 	_, cpu := threadCPU()
-	w := &wire{db: db, h: h, key: key, out: wireWriter{h: http.Header{}}, cpu: cpu}
+	w := &wire{db: db, h: hd.h, key: hd.key, out: wireWriter{h: http.Header{}}, cpu: cpu}
 	const calibrations = 10_000
 	var wall, cpuTime time.Duration
 	for range calibrations {
@@ -117,6 +110,12 @@ func (w *wire) measure(wall, cpu *time.Duration, f func()) {
 // account), as the Go SDK would send it.
 func (w *wire) request(b *testing.B, method, target string, header map[string]string, body []byte) *http.Request {
 	b.Helper()
+	return signedRequest(b, w.key, method, target, header, body)
+}
+
+// signedRequest builds a request for target signed with Shared Key Lite under key.
+func signedRequest(b *testing.B, key []byte, method, target string, header map[string]string, body []byte) *http.Request {
+	b.Helper()
 	var r io.Reader = http.NoBody
 	if body != nil {
 		r = bytes.NewReader(body)
@@ -141,7 +140,7 @@ func (w *wire) request(b *testing.B, method, target string, header map[string]st
 	if q := req.URL.Query(); q.Has("comp") {
 		resource += "?comp=" + q.Get("comp")
 	}
-	m := hmac.New(sha256.New, w.key)
+	m := hmac.New(sha256.New, key)
 	m.Write([]byte(date + "\n" + resource))
 	req.Header.Set("Authorization", "SharedKeyLite "+server.DevelopmentAccountName+":"+
 		base64.StdEncoding.EncodeToString(m.Sum(nil)))

@@ -13,7 +13,7 @@ import (
 type Shape int
 
 const (
-	// ShapePayload is seed 003's entity: one String property, Payload, of PayloadSize
+	// ShapePayload is the case study's entity (bench/casestudy): one String property, Payload, of PayloadSize
 	// randomly generated ASCII characters.
 	ShapePayload Shape = iota
 	// ShapeMixed has five properties of five types: Name (String), Count (Int32), Score
@@ -63,7 +63,7 @@ func (s Shape) Filter() string {
 // compression and caches see varied data, few enough to build once.
 const payloadVariants = 64
 
-// Workload builds the entities of seed 003's case study: GUID PartitionKeys (one per worker
+// Workload builds the entities of the case study bench/casestudy reruns: GUID PartitionKeys (one per worker
 // goroutine, or one shared by all in single-partition tests) and RowKeys
 // JobID_VMID_WorkerId_Index, with the Index zero-padded so that a worker's rows are appended
 // in key order. Property sets are built once and shared between the entities that carry

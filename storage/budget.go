@@ -11,9 +11,14 @@ import (
 	"github.com/dgraph-io/badger/v4/options"
 )
 
-// DefaultMemoryBudget is the memory budget of a store whose Options give none: enough for
-// a developer's laptop running the store beside an IDE.
-const DefaultMemoryBudget = 256 << 20
+// DefaultMemoryBudget is the memory budget of a store whose Options give none: 1 GiB, for a
+// developer's laptop running the store beside an IDE. It is a cap, not a reservation:
+// memtables and table builders take their shares as data comes (loading a million 1 KiB
+// entities peaks near half of it). Its memtables of 16 MiB hold a table of ten thousand such entities, as a test
+// loads one, whole: a scan of it reads no table file, and a load pays a quarter of the
+// flushes and compactions that the smallest budget's memtables of 4 MiB cost (BENCHMARKS.md,
+// "On disk beside in memory").
+const DefaultMemoryBudget = 1 << 30
 
 // MinMemoryBudget is the smallest budget BadgerOptions honours; a smaller one is raised to
 // it. Memtables are budget/64, and below 4 MiB Badger would refuse some of the Table
@@ -23,57 +28,40 @@ const DefaultMemoryBudget = 256 << 20
 const MinMemoryBudget = 256 << 20
 
 // BadgerOptions are the options Open gives Badger for a store in dir with a memory budget of
-// budget bytes (0 means DefaultMemoryBudget). Badger's defaults took 2.8 GiB of anonymous
-// memory loading 1M 1 KiB entities; here one number is shared out. Where the memory goes
-// was measured with heap profiles of BenchmarkLoadWithinBudget (bench/) at 1M entities and
-// Badger's source (v4.9):
+// budget bytes (0 means DefaultMemoryBudget). Badger's defaults take several GiB of
+// anonymous memory loading a million 1 KiB entities; here one number is shared out, by what
+// Badger v4 does with memory:
 //
-//   - Table builders are most of it. Each flush and each compaction builds a whole table in
-//     a buffer (ristretto's z.Allocator; a Go slice, without jemalloc) whose first page is
-//     twice the table size Badger is given, rounded up to a power of two, and which doubles
-//     when the table outgrows it. A compaction runs up to 8 builders plus one per split (at
-//     most 6), two compactions at once, and Badger pools 8 used buffers for the next builder
-//     (releasing one only after 2 s without a builder): budget/16 memtables flushed into
-//     tables of 2 MiB grew every pooled buffer to 28 MiB, 16 live builders held 388 MiB.
-//     So memtables are budget/64 (4 MiB at the default) and every table, flushed or
-//     compacted and at every level (a table size multiplier of 1), is a memtable's size:
-//     then no buffer ever outgrows its first page, twice a memtable (8 MiB at the default),
-//     and at 1M entities the builders held 64–136 MiB instead of 200–388.
-//   - Memtables: two (the fewest that lets writes go on while one is flushed). Badger
-//     allocates each one's arena at about 1.3 times its size: 10 MiB at the default.
-//   - No compression: with Snappy, each builder holds every block twice (plain and
-//     compressed) and every block read from disk is decompressed into the heap.
+//   - Table builders take most of it. Each flush and each compaction builds a whole table in
+//     a buffer (a Go slice) whose first page is twice the table size Badger is given and
+//     which doubles when the table outgrows it; a compaction runs up to 8 builders plus one
+//     per split, two compactions run at once, and Badger pools 8 used buffers, grown as
+//     they were, for the next builders. So every table, flushed or compacted and at every
+//     level, is a memtable's size (a table size multiplier of 1): no buffer outgrows its
+//     first page, twice a memtable.
+//   - Memtables: two, the fewest that let writes go on while one is flushed; Badger
+//     allocates each one's arena at about 1.3 times its size.
+//   - No compression: a builder would hold every block twice, and every block read would be
+//     decompressed into the heap.
 //   - No block cache. Uncompressed, unencrypted blocks are read in place from the
-//     memory-mapped table files, and Badger (v4.9) costs each one it caches at the
-//     capacity of its slice of the mapping: the rest of the table file, megabytes for a
-//     block of kilobytes. A cache of budget/8 so held a handful of blocks, and loading 10M
-//     entities hit it for 0.7% of reads (Badger's own warning: "Block cache might be too
-//     small"), while every read paid for a lookup and an insert. Without it, point reads
-//     and scans took 35-45% less CPU on both the engine and raw Badger
-//     (BenchmarkPointGet, BenchmarkPartitionScan). Tables written with Snappy before the
-//     budget decompress each block they read into a buffer freed after it.
-//   - No index cache: Badger uses it only for encrypted tables; an unencrypted table's index
-//     and bloom filter are read in place from its mapped file.
+//     memory-mapped table files, and Badger costs each block it caches at the capacity of
+//     its slice of the mapping, the rest of the file: a cache of budget/8 held a handful of
+//     blocks, while every read paid for a lookup and an insert.
+//   - No index cache: Badger uses it only for encrypted tables.
 //   - Two compactors, Badger's fewest.
-//   - Levels four times the size of the one above (Badger's default is ten). A compaction
-//     merges a table with the tables it overlaps in the next level, so a smaller ratio
-//     between levels means fewer tables, and fewer builders, per compaction; and a leveled
-//     tree of ratio r rewrites an entity about r/ln(r) times per factor of e it grows, least
-//     near r = 3 and 1.5 times less at 4 than at 10. Loading 1M 1 KiB entities in
-//     100-entity transactions (BenchmarkLoadWithinBudget, load average 2-5): ratio 10 ran
-//     at 14.8k-16.6k entities/s with RssAnon peaking at 262-298 MiB (three runs), ratio 4
-//     at 17.3k-18.8k/s and 232-239 MiB (two). Reads of a settled tree (PointGet,
-//     PartitionScan) were the same at both. Level 0 keeps Badger's 5 tables: at 20, loads were a little
-//     faster still, but a settled tree keeps up to 19 tables there, each one more place for
-//     every read to look, and point reads ran at half the rate.
+//   - Levels four times the size of the one above (Badger's default is ten): a compaction
+//     merges a table with the tables it overlaps in the next level, so a smaller ratio means
+//     fewer builders per compaction, and a leveled tree of ratio r rewrites an entity about
+//     r/ln(r) times per factor of e it grows, least near 3. Level 0 keeps Badger's 5 tables:
+//     every table there is one more place for each read to look.
+//   - Blocks and values are checked against their checksums as they are read, so that a
+//     file damaged on disk is an error rather than wrong data.
 //
-// What these buffers hold live is mostly under half the budget (80-170 MiB loading 1M
-// entities; more for moments at 10M, where deeper trees have compactions run more builders
-// at once); the Go runtime lets the heap grow to twice what is live between collections,
-// which the runtime's soft memory limit, held while the store is open (see HoldGoLimit),
-// keeps within the budget while what is live stays under half of it. The
-// table files themselves are memory-mapped: their pages count in the resident set (RSS)
-// but not in its anonymous part, and the kernel drops them under memory pressure.
+// What these buffers hold live stays under about half the budget; the Go runtime lets the
+// heap grow to twice what is live between collections, which the runtime's soft memory
+// limit, held while the store is open (see HoldGoLimit), keeps within the budget. The table
+// files themselves are memory-mapped: their pages count in the resident set (RSS) but not in
+// its anonymous part, and the kernel drops them under memory pressure.
 //
 // Badger refuses a transaction whose entries in the LSM tree exceed 15% of a memtable
 // (ErrTxnTooBig). Values from ValueThreshold up go to the value log with only a pointer in
@@ -103,7 +91,7 @@ func BadgerOptions(dir string, budget uint64) badger.Options {
 		WithValueLogFileSize(64 << 20)
 	bo.TableSizeMultiplier = 1 // no With method for it
 	bo.LevelSizeMultiplier = 4
-	return bo
+	return bo.WithChecksumVerificationMode(options.OnBlockRead).WithVerifyValueChecksum(true)
 }
 
 // effectiveBudget is the budget a store given budget bytes keeps to: the default for 0, and
@@ -266,7 +254,7 @@ func gogcGoal() uint64 {
 
 // MaxUpdateBytes is the most an Update may write: Badger refuses a transaction whose entries
 // in the LSM tree (keys, and values under the value threshold) exceed 15% of a memtable
-// (ErrTooLarge), 629 KB at the default budget. Writers of large batches of their own (an
+// (ErrTooLarge), 2.4 MiB at the default budget. Writers of large batches of their own (an
 // import's staging) size them by it; the service's transactions fit at every budget (see
 // BadgerOptions). In memory there is no such limit.
 func (d *DB) MaxUpdateBytes() int64 {

@@ -25,7 +25,7 @@ func TestBadgerOptions(t *testing.T) {
 		memtable  int64
 		threshold int64
 	}{
-		{0, 4 * MiB, 4915}, // the default
+		{0, 16 * MiB, 19660}, // the default
 		{256 * MiB, 4 * MiB, 4915},
 		{1, 4 * MiB, 4915}, // raised to the minimum
 		{128 * MiB, 4 * MiB, 4915},
@@ -42,6 +42,8 @@ func TestBadgerOptions(t *testing.T) {
 			assert.Equal(t, 2, o.NumCompactors)
 			assert.Equal(t, options.None, o.Compression)
 			assert.Equal(t, tc.threshold, o.ValueThreshold, "value threshold")
+			assert.Equal(t, options.OnBlockRead, o.ChecksumVerificationMode, "blocks checked as read")
+			assert.True(t, o.VerifyValueChecksum, "value-log entries checked as read")
 			// Every table is a memtable's size, at every level, so that a table builder's
 			// first buffer (twice the table size) holds a flushed memtable's table, blocks
 			// filled to three quarters and all, and no pooled buffer grows past it.
@@ -109,7 +111,7 @@ func TestHoldGoLimitFollowsALargerHeap(t *testing.T) {
 		}
 	}
 	t.Cleanup(func() { afterAdjust = func() {} })
-	release := HoldGoLimit(0)
+	release := HoldGoLimit(MinMemoryBudget)
 	defer release()
 	held := debug.SetMemoryLimit(-1)
 

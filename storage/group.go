@@ -71,11 +71,10 @@ const gatherRounds = 8
 //
 // Under SyncWrites, want is as many as were waiting when the last group ended plus the last
 // group's own writers, and the first writer back after a group of several, finding no
-// leader, gathers too. Without that, it led a group of one or two, and the others the next
-// group: with 16 writers, groups held 8.5 writes on average, alternating about 15 and 2;
-// with it, 13.5, and BenchmarkConcurrentInsert/sync=true/goroutines=16 wrote 15-25% more
-// (four alternating runs). Without SyncWrites a commit is cheap, and the longer wait cost
-// more than it saved (about 10% fewer writes).
+// leader, gathers too: otherwise it leads a group of one or two and the others the next,
+// groups alternate large and small, and every small one costs an fsync
+// (BenchmarkConcurrentInsert/sync=true measures it). Without SyncWrites a commit is cheap,
+// and the longer wait would cost more than it saves.
 func (d *DB) gather() {
 	c := &d.group
 	c.mu.Lock()

@@ -28,7 +28,8 @@ import (
 const gcTestFileSize = 1 << 20
 
 // gcTestValue is the value of key k written in round r: over the value threshold (about
-// 4.8 KiB at the default budget), so it lives in the value log, and different in every round.
+// 4.8 KiB at the smallest budget, which these tests open with), so it lives in the value
+// log, and different in every round.
 func gcTestValue(k, r int) []byte {
 	v := make([]byte, 8<<10)
 	rng := rand.New(rand.NewPCG(uint64(k), uint64(r)))
@@ -50,7 +51,7 @@ func makeGarbage(t testing.TB, dir string, keys, rounds int) map[string][]byte {
 
 func makeGarbageSized(t testing.TB, dir string, keys, rounds int, fileSize int64) map[string][]byte {
 	t.Helper()
-	db, err := Open(Options{Dir: dir, vlogFileSize: fileSize})
+	db, err := Open(Options{MemoryBudget: MinMemoryBudget, Dir: dir, vlogFileSize: fileSize})
 	require.NoError(t, err)
 	live := map[string][]byte{}
 	for r := range rounds {
@@ -91,7 +92,7 @@ func makeGarbageSized(t testing.TB, dir string, keys, rounds int, fileSize int64
 // after Open, and an instance closed at once may drop nothing.
 func countGarbageNow(t testing.TB, dir string, fileSize int64) {
 	t.Helper()
-	bo := BadgerOptions(dir, 0).WithValueLogFileSize(fileSize).WithCompactL0OnClose(true)
+	bo := BadgerOptions(dir, MinMemoryBudget).WithValueLogFileSize(fileSize).WithCompactL0OnClose(true)
 	bdb, err := badger.OpenManaged(bo)
 	require.NoError(t, err)
 	bdb.SetDiscardTs(math.MaxUint64)
@@ -152,7 +153,7 @@ func TestValueLogGCAtOpen(t *testing.T) {
 	live := makeGarbage(t, dir, 100, 6)
 	before := vlogBytes(t, dir)
 
-	db, err := Open(Options{Dir: dir, vlogFileSize: gcTestFileSize})
+	db, err := Open(Options{MemoryBudget: MinMemoryBudget, Dir: dir, vlogFileSize: gcTestFileSize})
 	require.NoError(t, err)
 	requireLive(t, db, live)
 	require.NoError(t, db.Close())
@@ -167,7 +168,7 @@ func TestValueLogGCInBackground(t *testing.T) {
 	before := vlogBytes(t, dir)
 
 	ticks := make(chan time.Time)
-	db, err := Open(Options{Dir: dir, SyncWrites: true, gcTicks: ticks, vlogFileSize: gcTestFileSize})
+	db, err := Open(Options{MemoryBudget: MinMemoryBudget, Dir: dir, SyncWrites: true, gcTicks: ticks, vlogFileSize: gcTestFileSize})
 	require.NoError(t, err)
 	// Reads and writes go on while the round runs: no read fails or sees another value,
 	// though the files the values were in go away.
@@ -243,7 +244,7 @@ func TestValueLogGCStopsAtClose(t *testing.T) {
 	live := makeGarbage(t, dir, 100, 6)
 
 	ticks := make(chan time.Time)
-	db, err := Open(Options{Dir: dir, SyncWrites: true, gcTicks: ticks, vlogFileSize: gcTestFileSize})
+	db, err := Open(Options{MemoryBudget: MinMemoryBudget, Dir: dir, SyncWrites: true, gcTicks: ticks, vlogFileSize: gcTestFileSize})
 	require.NoError(t, err)
 	passes := make(chan struct{}, gcPasses)
 	old := afterGCPass
@@ -263,7 +264,7 @@ func TestValueLogGCStopsAtClose(t *testing.T) {
 	}
 	assert.True(t, gcPending(dir), "the round went on after its first pass")
 
-	db, err = Open(Options{Dir: dir, SyncWrites: true, gcTicks: make(chan time.Time), vlogFileSize: gcTestFileSize})
+	db, err = Open(Options{MemoryBudget: MinMemoryBudget, Dir: dir, SyncWrites: true, gcTicks: make(chan time.Time), vlogFileSize: gcTestFileSize})
 	require.NoError(t, err)
 	requireLive(t, db, live)
 	require.NoError(t, db.Close())
@@ -274,7 +275,7 @@ func TestValueLogGCStopsAtClose(t *testing.T) {
 func TestGCPendingReadsDiscardStats(t *testing.T) {
 	dir := t.TempDir()
 	assert.False(t, gcPending(dir), "no DISCARD file")
-	db, err := Open(Options{Dir: dir})
+	db, err := Open(Options{MemoryBudget: MinMemoryBudget, Dir: dir})
 	require.NoError(t, err)
 	require.NoError(t, db.Close())
 	assert.False(t, gcPending(dir), "an empty store")
@@ -291,7 +292,7 @@ func TestGCPendingReadsDiscardStats(t *testing.T) {
 // from the newest at the last sync on (with small files there are many complete ones).
 func TestSyncValueLogsSkipsCompleteFiles(t *testing.T) {
 	dir := t.TempDir()
-	db, err := Open(Options{Dir: dir, vlogFileSize: gcTestFileSize})
+	db, err := Open(Options{MemoryBudget: MinMemoryBudget, Dir: dir, vlogFileSize: gcTestFileSize})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, db.Close()) }()
 	for k := range 400 { // 3.2 MiB: three files or more
@@ -323,7 +324,7 @@ func BenchmarkOpenGC(b *testing.B) {
 	require.NoError(b, os.CopyFS(clean, os.DirFS(garbage)))
 	for i := 0; gcPending(clean); i++ {
 		require.Less(b, i, 3, "Open keeps finding garbage")
-		db, err := Open(Options{Dir: clean, vlogFileSize: fileSize})
+		db, err := Open(Options{MemoryBudget: MinMemoryBudget, Dir: clean, vlogFileSize: fileSize})
 		require.NoError(b, err)
 		require.NoError(b, db.Close())
 	}
@@ -339,7 +340,7 @@ func BenchmarkOpenGC(b *testing.B) {
 				require.NoError(b, os.CopyFS(dir, os.DirFS(bc.dir)))
 				before := vlogBytes(b, dir)
 				b.StartTimer()
-				db, err := Open(Options{Dir: dir, vlogFileSize: fileSize})
+				db, err := Open(Options{MemoryBudget: MinMemoryBudget, Dir: dir, vlogFileSize: fileSize})
 				b.StopTimer()
 				require.NoError(b, err)
 				require.NoError(b, db.Close())
@@ -356,7 +357,7 @@ func BenchmarkOpenGC(b *testing.B) {
 // the garbage, and collects it.
 func TestValueLogGCCountsInBackground(t *testing.T) {
 	dir := t.TempDir()
-	bo := BadgerOptions(dir, 0).WithValueLogFileSize(gcTestFileSize)
+	bo := BadgerOptions(dir, MinMemoryBudget).WithValueLogFileSize(gcTestFileSize)
 	live := map[string][]byte{}
 	write := func(rounds []int, compactL0 bool) {
 		bdb, err := badger.Open(bo.WithCompactL0OnClose(compactL0))
@@ -389,7 +390,7 @@ func TestValueLogGCCountsInBackground(t *testing.T) {
 	before := vlogBytes(t, dir)
 
 	ticks := make(chan time.Time)
-	db, err := Open(Options{Dir: dir, SyncWrites: true, gcTicks: ticks, vlogFileSize: gcTestFileSize})
+	db, err := Open(Options{MemoryBudget: MinMemoryBudget, Dir: dir, SyncWrites: true, gcTicks: ticks, vlogFileSize: gcTestFileSize})
 	require.NoError(t, err)
 	ticks <- time.Time{}
 	ticks <- time.Time{}
@@ -404,7 +405,7 @@ func TestValueLogGCCountsInBackground(t *testing.T) {
 // the garbage for the next Open to collect.
 func TestCloseCountsGarbage(t *testing.T) {
 	dir := t.TempDir()
-	db, err := Open(Options{Dir: dir, vlogFileSize: gcTestFileSize})
+	db, err := Open(Options{MemoryBudget: MinMemoryBudget, Dir: dir, vlogFileSize: gcTestFileSize})
 	require.NoError(t, err)
 	for r := range 6 {
 		for k := range 100 {
@@ -419,7 +420,7 @@ func TestCloseCountsGarbage(t *testing.T) {
 	// Open, so a Close right after an Open may find nothing to drop (about one time in ten):
 	// a few reopens make that as good as impossible, while a Close that never counts fails.
 	for range 5 {
-		db, err = Open(Options{Dir: dir, vlogFileSize: gcTestFileSize})
+		db, err = Open(Options{MemoryBudget: MinMemoryBudget, Dir: dir, vlogFileSize: gcTestFileSize})
 		require.NoError(t, err)
 		require.NoError(t, db.Close())
 		if gcPending(dir) {
@@ -428,7 +429,7 @@ func TestCloseCountsGarbage(t *testing.T) {
 	}
 	require.True(t, gcPending(dir), "Close counted no garbage")
 
-	db, err = Open(Options{Dir: dir, vlogFileSize: gcTestFileSize})
+	db, err = Open(Options{MemoryBudget: MinMemoryBudget, Dir: dir, vlogFileSize: gcTestFileSize})
 	require.NoError(t, err)
 	require.NoError(t, db.Close())
 	assert.Less(t, vlogBytes(t, dir), before-2*gcTestFileSize, "at least two files given back")
@@ -482,7 +483,7 @@ func TestValueLogGCPowerCut(t *testing.T) {
 			// Six rounds over 100 keys with a stable value in every commit, then counted
 			// as garbage (see makeGarbage).
 			stable := map[string][]byte{}
-			db, err := Open(Options{Dir: backing, vlogFileSize: gcTestFileSize})
+			db, err := Open(Options{MemoryBudget: MinMemoryBudget, Dir: backing, vlogFileSize: gcTestFileSize})
 			require.NoError(t, err)
 			for r := range 6 {
 				for lo := 0; lo < 100; lo += 25 {
@@ -542,7 +543,7 @@ func TestValueLogGCPowerCut(t *testing.T) {
 				require.NoError(t, fsys.Unmount())
 
 				// What the disk held at the cut: it must open, and hold every stable value.
-				db, err := Open(Options{Dir: backing, SyncWrites: true, gcTicks: make(chan time.Time), vlogFileSize: gcTestFileSize})
+				db, err := Open(Options{MemoryBudget: MinMemoryBudget, Dir: backing, SyncWrites: true, gcTicks: make(chan time.Time), vlogFileSize: gcTestFileSize})
 				require.NoError(t, err, "the directory must open after a power cut")
 				require.NoError(t, db.View(func(tx *Txn) error {
 					for k, want := range stable {
@@ -592,7 +593,7 @@ func TestValueLogGCPowerChild(t *testing.T) {
 	afterGCPass = func() { fmt.Println("gc") }
 	for ; ; round++ {
 		ticks := make(chan time.Time)
-		db, err := Open(Options{Dir: dir, SyncWrites: syncWrites, gcTicks: ticks, vlogFileSize: gcTestFileSize})
+		db, err := Open(Options{MemoryBudget: MinMemoryBudget, Dir: dir, SyncWrites: syncWrites, gcTicks: ticks, vlogFileSize: gcTestFileSize})
 		require.NoError(t, err)
 		fmt.Println("opened")
 		for lo := 0; lo < 100; lo += 25 {

@@ -1,9 +1,9 @@
-// Command casestudy reruns the performance case study of seed 003 ("Performance Case Study
-// Methodology" and "Performance Results and Tips") against an embedded Tabula database, and
+// Command casestudy reruns a performance case study of Azure Table storage (its sections
+// "Performance Case Study Methodology" and "Performance Results and Tips") against an embedded Tabula database, and
 // prints a table and writes an SVG chart per figure:
 //
 //	Figures 5–6  batch size vs latency per batch and per entity, one goroutine, one
-//	             partition, on one core and on every core (the seed's small and XL VMs)
+//	             partition, on one core and on every core (the study's small and XL VMs)
 //	Figure 7     batch size vs throughput, 30 goroutines on their own partitions
 //	Figures 8–9  single vs multi-partition inserts and gets as goroutines grow, with the
 //	             service's limits enforced (2,000 entities/s per partition, 20,000 per account)
@@ -11,12 +11,12 @@
 //	Figure 15    saturating one partition with batches of 100: successful entities/s and
 //	             the share of requests throttled
 //
-// The workload is the seed's: GUID PartitionKeys, one per goroutine (or one shared by all
+// The workload is the study's: GUID PartitionKeys, one per goroutine (or one shared by all
 // in single-partition runs), RowKeys JobID_VMID_WorkerId_Index, and one 1 KiB Payload
 // string (-shape mixed for five properties of mixed types). Each goroutine issues its next
 // request as soon as the last one returns; after ServerBusy it waits -throttle-wait (the
 // seed's clients waited 3 s). The rate-limited figures run -warmup unmeasured before each
-// point, the seed's "steady state", with buckets of -burst worth of tokens so that short
+// point, the study's "steady state", with buckets of -burst worth of tokens so that short
 // runs are not dominated by a full bucket.
 //
 // Usage:
@@ -25,7 +25,7 @@
 //
 // The numbers are not Azure's: a request here is a function call, not a round trip to a
 // server. -latency adds a simulated round trip to every request, which brings back the
-// client-bound shapes of the seed's charts. BENCHMARKS.md compares the shapes.
+// client-bound shapes of the study's charts. BENCHMARKS.md compares the shapes.
 package main
 
 import (
@@ -85,7 +85,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&store, "store", "disk", "`store`: disk (a temporary directory) or mem")
 	fs.StringVar(&shape, "shape", "payload", "entity `shape`: payload (one 1 KiB string) or mixed (five typed properties)")
 	fs.DurationVar(&cfg.burst, "burst", 100*time.Millisecond, "token bucket size, as a `duration` of each limit's rate")
-	fs.DurationVar(&cfg.throttleWait, "throttle-wait", 50*time.Millisecond, "pause after ServerBusy before the next request (`duration`; the seed used 3s)")
+	fs.DurationVar(&cfg.throttleWait, "throttle-wait", 50*time.Millisecond, "pause after ServerBusy before the next request (`duration`; the study used 3s)")
 	fs.DurationVar(&cfg.latency, "latency", 0, "simulated client round trip added to every request, ±20% (`duration`)")
 	fs.StringVar(&figs, "figs", strings.Join(allFigs, ","), "`figures` to run: a comma-separated subset of "+strings.Join(allFigs, ","))
 	fs.StringVar(&batchSizes, "batch-sizes", "1,10,20,40,60,80,100", "batch `sizes` of figures 5-7")

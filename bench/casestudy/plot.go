@@ -192,7 +192,7 @@ func (s *study) chart(file, title, xLabel, yLabel string, lines []series) error 
 	return s.save(file, title, xLabel, []panel{{yLabel: yLabel, lines: lines}})
 }
 
-// chart2 writes two charts sharing their x axis, one above the other: the seed's Figure 15
+// chart2 writes two charts sharing their x axis, one above the other: the study's Figure 15
 // has two y axes.
 func (s *study) chart2(file, title, xLabel string, top, bottom series) error {
 	return s.save(file, title, xLabel, []panel{{yLabel: top.name, lines: []series{top}}, {yLabel: bottom.name, lines: []series{bottom}}})

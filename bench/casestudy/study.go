@@ -32,7 +32,7 @@ func run(cfg config, w io.Writer) error {
 	if cfg.inMemory {
 		store = "in memory"
 	}
-	fmt.Fprintf(w, "Seed 003's performance case study against embedded Tabula: %s entities %s, %d cores, %v per point",
+	fmt.Fprintf(w, "The performance case study against embedded Tabula: %s entities %s, %d cores, %v per point",
 		cfg.shape, store, runtime.GOMAXPROCS(0), cfg.duration)
 	if cfg.latency > 0 {
 		fmt.Fprintf(w, ", %v simulated round trip", cfg.latency)
@@ -99,7 +99,7 @@ func (d *db) close() error {
 
 // fresh runs one point of a write figure on a database of its own, so that no point pays
 // for the compactions of the writes of the points before it: sustained writes of 1 KiB
-// entities outrun what Badger compacts on a small machine, and the seed measured a service
+// entities outrun what Badger compacts on a small machine, and the study measured a service
 // in its steady state. Opening and closing are not measured.
 func (s *study) fresh(g int, mk func(t *tabula.Table) op) (sample, error) {
 	d, err := s.open()
@@ -244,7 +244,7 @@ func batchInsert(t *tabula.Table, w *bench.Workload, pks []string, vm, size int)
 }
 
 // preload fills partition pks[g] with rows entities for goroutine g (call it while the
-// limits are off) and returns an op that reads them back one by one in order, as the seed's
+// limits are off) and returns an op that reads them back one by one in order, as the study's
 // get test does.
 func preload(t *tabula.Table, w *bench.Workload, pks []string, vm, rows int) (op, error) {
 	prefixes := make([]string, len(pks))

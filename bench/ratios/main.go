@@ -1,7 +1,7 @@
 // Command ratios reads `go test -bench` output (several runs of each benchmark, as from
 // -count 5) and prints, as a Markdown table, every benchmark that has engine and badger
 // sub-benchmarks: the median throughput of each, their ratio (engine ÷ badger), the medians
-// of B/op and allocs/op, and for the benchmarks issue 24 sets a target, whether the ratio
+// of B/op and allocs/op, and for the benchmarks that have a target, whether the ratio
 // meets it; with a cpu-ns/entity metric on both sides, also the ratio of CPU time per entity
 // (badger ÷ engine, so that above 1 favours the engine, as the throughput ratio does). A benchmark with a btree sub-benchmark (the in-memory peer) gets a second row,
 // "name (btree)", against it. Throughput is the benchmark's entities/s or scanned/s metric,
@@ -22,7 +22,7 @@ import (
 	"strings"
 )
 
-// targets are the engine ÷ badger throughput ratios issue 24 asks for, on disk.
+// targets are the engine ÷ badger throughput ratios aimed at, on disk.
 var targets = map[string]float64{
 	"PointGet":             0.95,
 	"Insert":               0.95,
@@ -34,7 +34,7 @@ var targets = map[string]float64{
 	"Query/Point":          0.9,
 }
 
-// btreeTarget is the engine ÷ btree ratio issue 24 asks for in memory, where the core
+// btreeTarget is the engine ÷ btree ratio aimed at in memory, where the core
 // benchmarks also run a btree sub-benchmark: when one is there, it is the peer that
 // carries the target, and the badger row (raw Badger in memory) is shown without one.
 const btreeTarget = 0.9

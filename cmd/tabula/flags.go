@@ -112,7 +112,7 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (*conf
 			return err
 		})
 		fs.Func("memory", "`size` of memory the on-disk store may take for its buffers, caches and\n"+
-			"compactions, and the Go heap's room to collect in (256MiB, 1GiB; default and least\n"+
+			"compactions, and the Go heap's room to collect in (256MiB, 1GiB; default 1GiB, least\n"+
 			"256MiB); also sets the Go memory limit to 15/16 of it plus what tabula used at\n"+
 			"start, unless GOMEMLIMIT is set", func(v string) error {
 			n, err := parseSize(v)
