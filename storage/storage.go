@@ -172,9 +172,7 @@ func Open(o Options) (*DB, error) {
 	if o.InMemory {
 		return &DB{mem: openMemory()}, nil
 	}
-	// Values in the value log carry a checksum of their own, which Badger verifies on
-	// read only when asked; the tables are verified by inspect.
-	bo := BadgerOptions(o.Dir, o.MemoryBudget).WithSyncWrites(o.SyncWrites).WithVerifyValueChecksum(true)
+	bo := BadgerOptions(o.Dir, o.MemoryBudget).WithSyncWrites(o.SyncWrites)
 	if o.vlogFileSize > 0 {
 		bo.ValueLogFileSize = o.vlogFileSize
 	}
