@@ -42,8 +42,19 @@ func TestCommandLine(t *testing.T) {
 		{args: []string{"frobnicate"}, code: 2, stderr: `unknown command "frobnicate"`},
 		{args: []string{"serve", "-h"}, code: 0, stdout: "Usage: tabula serve [flags]", noStderr: true},
 		{args: []string{"serve", "--help"}, code: 0, stdout: "--sync-writes", noStderr: true},
-		{args: []string{"serve", "--bogus"}, code: 2, stderr: "tabula serve: flag provided but not defined: -bogus\n", stderrLine: 2},
-		{args: []string{"serve", "--addr"}, code: 2, stderr: "flag needs an argument: -addr", stderrLine: 2},
+		{args: []string{"serve", "--bogus"}, code: 2, stderr: "tabula serve: there is no flag --bogus\n", stderrLine: 2},
+		{args: []string{"serve", "-port", "10002"}, code: 2, stderr: "there is no flag --port; did you mean --tablePort?", stderrLine: 2},
+		{args: []string{"serve", "--sync-write"}, code: 2, stderr: "did you mean --sync-writes?", stderrLine: 2},
+		{args: []string{"serve", "--inmemory"}, code: 2, stderr: "did you mean --in-memory?", stderrLine: 2},
+		{args: []string{"serve", "-v"}, code: 0, stdout: "tabula ", noStderr: true},
+		{args: []string{"serve", "--version"}, code: 0, stdout: "tabula ", noStderr: true},
+		{args: []string{"serve", "--memory", "1"}, code: 2, stderr: "--memory \"1\": 1 is 1B, less than the least, 256MiB: give --memory 256MiB or more", stderrLine: 2},
+		{args: []string{"serve", "--memory", "10MiB"}, code: 2, stderr: "--memory \"10MiB\": 10MiB is less than the least, 256MiB", stderrLine: 2},
+		{args: []string{"serve", "--memory", "lots"}, code: 2, stderr: "--memory \"lots\": \"lots\" is not a size; write one such as 512MiB", stderrLine: 2},
+		{args: []string{"serve", "--memory", "1ZiB"}, code: 2, stderr: "unknown unit \"ZiB\"; use KiB, MiB, GiB, TiB", stderrLine: 2},
+		{args: []string{"serve", "--disk-reserve", "x"}, code: 2, stderr: "--disk-reserve \"x\"", stderrLine: 2},
+		{args: []string{"serve", "--silent=maybe"}, code: 2, stderr: "--silent \"maybe\"", stderrLine: 2},
+		{args: []string{"serve", "--addr"}, code: 2, stderr: "--addr needs a value", stderrLine: 2},
 		{args: []string{"serve", "extra"}, code: 2, stderr: `unexpected arguments ["extra"]`, stderrLine: 2},
 		{args: []string{"serve", "--addr", "nonsense"}, code: 2, stderr: `--addr "nonsense": want host:port`, stderrLine: 2},
 		{args: []string{"serve", "--addr", "127.0.0.1:0", "--tablePort", "0"}, code: 2, stderr: "not both", stderrLine: 2},
@@ -51,12 +62,13 @@ func TestCommandLine(t *testing.T) {
 		{args: []string{"serve", "--data", "a", "--location", "b"}, code: 2, stderr: "--data or --location", stderrLine: 2},
 		{args: []string{"serve", "--accounts", "bad"}, code: 2, stderr: `--accounts: server: account "bad" has no key`, stderrLine: 2},
 		{args: []string{"serve", "--limits", "loud"}, code: 2, stderr: `--limits "loud": want off, observe or enforce`, stderrLine: 2},
-		{args: []string{"serve", "--partition-rate", "0"}, code: 2, stderr: "more than 0 entities/s", stderrLine: 2},
-		{args: []string{"serve", "--faults", "busy=2"}, code: 2, stderr: "--faults: busy=2: want a probability from 0 to 1", stderrLine: 2},
-		{args: []string{"serve", "--faults", "seed=x"}, code: 2, stderr: "--faults: seed=x: invalid syntax", stderrLine: 2},
-		{args: []string{"serve", "--faults", "kinds=fly"}, code: 2, stderr: `unknown kind "fly"`, stderrLine: 2},
-		{args: []string{"serve", "--faults", "loud"}, code: 2, stderr: `unknown setting "loud"`, stderrLine: 2},
-		{args: []string{"serve", "--faults", "continuation-every=0"}, code: 2, stderr: "continuation-every=0: want 1 or more", stderrLine: 2},
+		{args: []string{"serve", "--partition-rate", "0"}, code: 2, stderr: "--partition-rate: must be a positive number of entities per second, not 0", stderrLine: 2},
+		{args: []string{"serve", "--faults", "busy=2"}, code: 2, stderr: "--faults: busy: must be a probability from 0 to 1, not 2", stderrLine: 2},
+		{args: []string{"serve", "--faults", "seed=x"}, code: 2, stderr: "--faults: seed: must be a whole number from 0, not \"x\"", stderrLine: 2},
+		{args: []string{"serve", "--faults", "kinds=fly"}, code: 2, stderr: `--faults: kinds: "fly" is not an operation kind`, stderrLine: 2},
+		{args: []string{"serve", "--faults", "loud"}, code: 2, stderr: `--faults: loud: is not a fault setting`, stderrLine: 2},
+		{args: []string{"serve", "--faults", "continuation-every=-1"}, code: 2, stderr: "--faults: continuation-every: must be a number of entities, or 0 for none; not -1", stderrLine: 2},
+		{args: []string{"serve", "--faults", "busy=0.6,timeout=0.6"}, code: 2, stderr: "together they must not exceed 1", stderrLine: 2},
 		{args: []string{"serve", "--cert", "c.pem"}, code: 2, stderr: "--cert and --key go together", stderrLine: 2},
 		{args: []string{"serve", "--self-signed", "--key", "k.pem"}, code: 2, stderr: "give no --key", stderrLine: 2},
 		{args: []string{"serve", "--oauth", "basic"}, code: 2, stderr: "--oauth needs HTTPS", stderrLine: 2},
@@ -161,14 +173,15 @@ func TestServeFlags(t *testing.T) {
 		for v, want := range map[string]uint64{"64MiB": 64 << 20, "1GiB": 1 << 30, "100 MB": 100e6, "4096": 4096, "2KiB": 2048} {
 			assert.Equal(t, want, parse(t, "--disk-reserve", v).db.DiskReserve, v)
 		}
-		for _, v := range []string{"0", "-1", "MiB", "12XB", "99999999999GiB"} {
+		for v, want := range map[string]string{"0": "--disk-reserve \"0\": 0 would mean the default, 512MiB; give a size of more than 0 bytes",
+			"-1": "is not a size", "MiB": "is not a size", "12XB": `unknown unit "XB"`, "99999999999GiB": "more bytes than there are"} {
 			_, err := parseServe([]string{"--disk-reserve", v}, func(string) string { return "" }, io.Discard)
-			assert.ErrorContains(t, err, "want a size of more than 0 bytes", v)
+			assert.ErrorContains(t, err, want, v)
 		}
 		assert.Zero(t, cfg.db.MemoryBudget, "the store's default")
 		assert.Equal(t, uint64(512<<20), parse(t, "--memory", "512MiB").db.MemoryBudget)
 		_, err := parseServe([]string{"--memory", "lots"}, func(string) string { return "" }, io.Discard)
-		assert.ErrorContains(t, err, "want a size of more than 0 bytes")
+		assert.ErrorContains(t, err, `--memory "lots": "lots" is not a size`)
 	})
 	t.Run("HTTPS, tokens and the log", func(t *testing.T) {
 		cfg := parse(t, "--cert", "c.pem", "--key", "k.pem", "--oauth", "basic", "--silent", "--debug", "d.log", "--log-format", "json")
@@ -322,28 +335,6 @@ func TestServeDiskReserve(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(r.out.String(), "writes refused for want of disk space"), r.out.String())
 }
 
-// Whatever --faults says, parsing it neither panics nor accepts a probability outside [0, 1].
-func FuzzParseFaults(f *testing.F) {
-	f.Add("seed=7,busy=0.5,timeout=0.25,kinds=insert+query,continuation-every=3,offline-on-split,offline-for=2s")
-	f.Add("busy=NaN")
-	f.Add("kinds=reads+writes+all")
-	f.Add("offline-on-split=maybe")
-	f.Fuzz(func(t *testing.T, spec string) {
-		faults, err := parseFaults(spec)
-		if err != nil {
-			return
-		}
-		for _, p := range []float64{faults.ServerBusy, faults.Timeout} {
-			if !(p >= 0 && p <= 1) {
-				t.Fatalf("%q: probability %v accepted", spec, p)
-			}
-		}
-		if faults.ContinuationEvery < 0 {
-			t.Fatalf("%q: continuation-every %d accepted", spec, faults.ContinuationEvery)
-		}
-	})
-}
-
 // A data directory of an older format (the first release's, testdata/format1 of the root
 // package) is upgraded when tabula serve opens it, and the log says so; with --silent, which
 // turns the request log off, the line goes to standard error. The directory's entities are
@@ -368,4 +359,49 @@ func TestServeLogsAFormatUpgrade(t *testing.T) {
 		require.NoError(t, err)
 		r.shutdown(t)
 	}
+}
+
+// --memory takes sizes as people write them, from the least the help names to the machine's
+// memory, and each refusal names --memory and what to give instead.
+func TestMemoryFlag(t *testing.T) {
+	const machine = 23 << 30
+	for _, tc := range []struct {
+		v       string
+		want    uint64
+		refusal string
+	}{
+		{v: "256MiB", want: 256 << 20},
+		{v: "1.5GiB", want: 3 << 29},
+		{v: "1.5 gib", want: 3 << 29},
+		{v: "2GB", want: 2e9},
+		{v: "300mb", want: 300e6},
+		{v: "4g", want: 4e9},
+		{v: "268435456", want: 256 << 20},
+		{v: "1", refusal: "1 is 1B, less than the least, 256MiB: give --memory 256MiB or more"},
+		{v: "10MiB", refusal: "10MiB is less than the least, 256MiB: give --memory 256MiB or more"},
+		{v: "256mb", refusal: "256mb is 244.1MiB, less than the least, 256MiB"},
+		{v: "100GiB", refusal: "100GiB is more than this machine's memory, 23GiB: give --memory at most that"},
+		{v: "1024GiB", refusal: "1024GiB is 1TiB, more than this machine's memory"},
+		{v: "1.2.3GiB", refusal: "is not a size; write one such as 512MiB, 1.5GiB or 2GB"},
+	} {
+		n, err := parseMemory(tc.v, machine)
+		if tc.refusal != "" {
+			assert.ErrorContains(t, err, tc.refusal, tc.v)
+			assert.Contains(t, "--memory "+err.Error(), "--memory", tc.v)
+			continue
+		}
+		require.NoError(t, err, tc.v)
+		assert.Equal(t, tc.want, n, tc.v)
+	}
+	n, err := parseMemory("1TiB", 2<<40)
+	require.NoError(t, err, "a machine with the memory takes it")
+	assert.Equal(t, uint64(1<<40), n)
+	n, err = parseMemory("64TiB", 0)
+	require.NoError(t, err, "where the machine's memory is unknown, only the least is checked")
+	assert.Equal(t, uint64(64<<40), n)
+
+	// The message reaches the user naming the flag with two dashes.
+	var errs bytes.Buffer
+	assert.Equal(t, 2, run(context.Background(), []string{"serve", "--memory", "64MiB"}, io.Discard, &errs))
+	assert.Contains(t, errs.String(), `tabula serve: --memory "64MiB": 64MiB is less than the least, 256MiB: give --memory 256MiB or more`)
 }
