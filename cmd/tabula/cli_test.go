@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -236,16 +237,52 @@ func TestExposureWarnings(t *testing.T) {
 }
 
 // A database that another process holds is reported once, without the library's prefix
-// repeated inside the message.
+// repeated inside the message, naming who holds it and the ways out in flags.
 func TestOpenErrorDoesNotStutter(t *testing.T) {
 	dir := t.TempDir()
 	r := start(t, "--addr", "127.0.0.1:0", "--data", dir, "--silent")
 	var out, errs bytes.Buffer
 	code := run(context.Background(), []string{"serve", "--addr", "127.0.0.1:0", "--data", dir}, &out, &errs)
 	assert.Equal(t, 1, code)
-	assert.True(t, strings.HasPrefix(errs.String(), "tabula: opening the database in "+dir+": storage: open"), errs.String())
+	assert.True(t, strings.HasPrefix(errs.String(), "tabula: opening the database in "+dir+": the data directory"), errs.String())
 	assert.Equal(t, 1, strings.Count(errs.String(), "tabula:"), errs.String())
+	assert.Contains(t, errs.String(), fmt.Sprintf("is in use by process %d", os.Getpid()), "who holds it")
+	assert.Contains(t, errs.String(), "stop that process")
+	assert.Contains(t, errs.String(), "another --data DIR, or --in-memory")
+	assert.NotContains(t, errs.String(), "Badger", "the store's internals stay inside")
 	r.shutdown(t)
+}
+
+// A port in use says which flags choose another and who may hold it, and leaves no data
+// directory behind.
+func TestServePortInUse(t *testing.T) {
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer held.Close()
+	dir := filepath.Join(t.TempDir(), "tabula-data")
+	var out, errs bytes.Buffer
+	code := run(context.Background(), []string{"serve", "--addr", held.Addr().String(), "--data", dir}, &out, &errs)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errs.String(), held.Addr().String()+" is in use by another program: is Azurite or another tabula serve running?")
+	assert.Contains(t, errs.String(), "--tablePort PORT")
+	assert.Contains(t, errs.String(), "--addr host:port")
+	assert.NoDirExists(t, dir, "a start that fails makes no data directory")
+}
+
+// A start that fails after opening the database (here, a bad --import file) removes the
+// data directory it made, and leaves one that was there.
+func TestFailedStartLeavesNoDirectory(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing.jsonl")
+	dir := filepath.Join(t.TempDir(), "tabula-data")
+	var errs bytes.Buffer
+	code := run(context.Background(), []string{"serve", "--addr", "127.0.0.1:0", "--data", dir, "--import", missing}, io.Discard, &errs)
+	assert.Equal(t, 1, code, errs.String())
+	assert.NoDirExists(t, dir)
+
+	existing := t.TempDir()
+	code = run(context.Background(), []string{"serve", "--addr", "127.0.0.1:0", "--data", existing, "--import", missing}, io.Discard, &errs)
+	assert.Equal(t, 1, code)
+	assert.DirExists(t, existing)
 }
 
 // The request log reaches standard output, one line per request (JSON with --log-format
@@ -404,4 +441,34 @@ func TestMemoryFlag(t *testing.T) {
 	var errs bytes.Buffer
 	assert.Equal(t, 2, run(context.Background(), []string{"serve", "--memory", "64MiB"}, io.Discard, &errs))
 	assert.Contains(t, errs.String(), `tabula serve: --memory "64MiB": 64MiB is less than the least, 256MiB: give --memory 256MiB or more`)
+}
+
+// The normal ways to start with data warn of nothing: serve --import, and tabula import then
+// serve (the one account owns the imported tables, with nothing to decide).
+func TestServeWithImportedDataWarnsOfNothing(t *testing.T) {
+	db, err := tabula.OpenInMemory(nil)
+	require.NoError(t, err)
+	tb, err := db.CreateTable(context.Background(), "Fixture")
+	require.NoError(t, err)
+	_, err = tb.Insert(context.Background(), tabula.Entity{PartitionKey: "p", RowKey: "r"})
+	require.NoError(t, err)
+	file := filepath.Join(t.TempDir(), "fixture.jsonl")
+	f, err := os.Create(file)
+	require.NoError(t, err)
+	err = db.Export(context.Background(), f, nil)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	require.NoError(t, db.Close())
+
+	r := start(t, "--in-memory", "--addr", "127.0.0.1:0", "--import", file)
+	r.shutdown(t)
+	assert.Contains(t, r.out.String(), "Imported 1 table, 1 entity from "+file)
+	assert.NotContains(t, r.out.String()+r.errs.String(), "level=WARN")
+
+	dir := filepath.Join(t.TempDir(), "data")
+	_, errs, code := runCLI(t, "import", "--data", dir, file)
+	require.Equal(t, 0, code, errs)
+	r = start(t, "--data", dir, "--addr", "127.0.0.1:0")
+	r.shutdown(t)
+	assert.NotContains(t, r.out.String()+r.errs.String(), "level=WARN")
 }
