@@ -472,3 +472,23 @@ func TestServeWithImportedDataWarnsOfNothing(t *testing.T) {
 	r.shutdown(t)
 	assert.NotContains(t, r.out.String()+r.errs.String(), "level=WARN")
 }
+
+// The power-loss figures that serve --help gives for --sync-writes are the README's.
+func TestSyncWritesHelpAgreesWithREADME(t *testing.T) {
+	var help bytes.Buffer
+	_, err := parseServe([]string{"--help"}, func(string) string { return "" }, &help)
+	require.ErrorIs(t, err, errHelp)
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	text := help.String()
+	text = text[strings.Index(text, "--sync-writes"):]
+	text = text[:strings.Index(text, "\n  --")]
+	figures := regexp.MustCompile(`\d[\d,]*(\.\d+)?`).FindAllString(text, -1)
+	require.GreaterOrEqual(t, len(figures), 5, text)
+	flat := strings.Join(strings.Fields(string(readme)), " ")
+	for _, f := range figures {
+		assert.Contains(t, flat, f, "README.md lacks the figure %s of serve --help", f)
+	}
+	assert.Contains(t, flat, "0.93 s before the cut")
+	assert.Contains(t, strings.Join(strings.Fields(text), " "), "0.93 s before the cut")
+}
