@@ -25,6 +25,23 @@ import (
 // shutdownGrace is how long requests in flight get to finish once a signal arrives.
 const shutdownGrace = 30 * time.Second
 
+// runServe is "tabula serve": its flags (serveflags.go), then the server until ctx is done.
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg, err := parseServe(args, os.Getenv, stdout)
+	if err != nil {
+		if errors.Is(err, errHelp) {
+			return 0
+		}
+		fmt.Fprintf(stderr, "tabula serve: %s\nRun \"tabula serve --help\" for the flags.\n", message(err))
+		return 2
+	}
+	if err := serve(ctx, cfg, stdout, stderr); err != nil {
+		fmt.Fprintln(stderr, "tabula:", message(err))
+		return 1
+	}
+	return 0
+}
+
 func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer) (err error) {
 	for _, n := range cfg.notes {
 		fmt.Fprintln(stderr, n)

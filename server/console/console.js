@@ -41,6 +41,8 @@
   const nf = new Intl.NumberFormat('en-US');
   const int = (n) => nf.format(n);
   const rate = (v) => nf.format(Math.round(v * 10) / 10) + '/s';
+  // count says how many of a thing: "1 range partition", "2 range partitions".
+  const count = (n, one, many) => int(n) + ' ' + (n === 1 ? one : (many || one + 's'));
   function bytes(b) {
     const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
     let i = 0;
@@ -156,8 +158,8 @@
     const card = el('section', { class: 'card table', 'data-table': t.name });
     card.append(el('div', { class: 'table-head' },
       el('h2', {}, 'table ', t.name),
-      el('p', { class: 'note' }, int(t.ranges.length) + ' range partitions · ' + int(t.entities) + ' entities · ' +
-        bytes(t.bytes) + ' · ' + rate(t.rate) + ' · ' + int(t.throttled) + ' throttled · ' + t.splits + ' splits · ' + t.merges + ' merges')));
+      el('p', { class: 'note' }, count(t.ranges.length, 'range partition') + ' · ' + count(t.entities, 'entity', 'entities') + ' · ' +
+        bytes(t.bytes) + ' · ' + rate(t.rate) + ' · ' + int(t.throttled) + ' throttled · ' + count(t.splits, 'split') + ' · ' + count(t.merges, 'merge'))));
 
     const heat = svg('svg', { viewBox: '0 0 1000 100', preserveAspectRatio: 'none', class: 'heatbar' });
     const widths = rangeWidths(t.ranges);
