@@ -268,7 +268,8 @@ func exposureWarnings(a *net.TCPAddr, accounts []server.Account, oauth bool) []s
 // listen listens on cfg.addr, saying what to do when the port is taken.
 func listen(cfg *config) (net.Listener, error) {
 	ln, err := net.Listen("tcp", cfg.addr)
-	if errors.Is(err, syscall.EADDRINUSE) {
+	// Windows says it as WSAEADDRINUSE, which is not syscall.EADDRINUSE there.
+	if errors.Is(err, syscall.EADDRINUSE) || err != nil && strings.Contains(err.Error(), "Only one usage of each socket address") {
 		return nil, fmt.Errorf("%s is in use by another program: is Azurite or another tabula serve running? "+
 			"Stop it, or listen elsewhere with --tablePort PORT (or --addr host:port; port 0 picks a free one)", cfg.addr)
 	}
