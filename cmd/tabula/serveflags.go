@@ -142,8 +142,8 @@ func (cfg *config) defineFlags(fs *flag.FlagSet, sf *serveFlags) []flagGroup {
 		})
 		fs.Func("memory", "`size` of memory the on-disk store may take for its buffers, caches and\n"+
 			"compactions, and the Go heap's room to collect in (256MiB, 1.5GiB, 2GB; default and\n"+
-			"least 256MiB, most the machine's memory); also sets the Go memory limit to 15/16 of it plus what tabula used at\n"+
-			"start, unless GOMEMLIMIT is set", func(v string) (err error) {
+			"least 256MiB, most the machine's memory); also sets the Go memory limit to 15/16\n"+
+			"of it plus what tabula used at start, unless GOMEMLIMIT is set", func(v string) (err error) {
 			cfg.db.MemoryBudget, err = parseMemory(v, machineMemory())
 			return err
 		})
