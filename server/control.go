@@ -263,7 +263,6 @@ func changeLimits(k knobs, body []byte) *controlError {
 	return nil
 }
 
-func formatFloat(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
 // apiNames are the management API's JSON names of the settings partition's grammar names
 // otherwise.
