@@ -263,7 +263,6 @@ func changeLimits(k knobs, body []byte) *controlError {
 	return nil
 }
 
-
 // apiNames are the management API's JSON names of the settings partition's grammar names
 // otherwise.
 var apiNames = map[string]string{"busy": "serverBusy", "continuation-every": "continuationEvery", "offline-for": "offlineFor"}
