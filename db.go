@@ -1,9 +1,13 @@
 package tabula
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -127,7 +131,7 @@ func open(so storage.Options, opts *Options) (*DB, error) {
 	}
 	store, err := storage.Open(so)
 	if err != nil {
-		return nil, storageError(err)
+		return nil, openError(so.Dir, err)
 	}
 	if err := store.Damaged(); err != nil {
 		logger.Error("tabula: the database has damaged files and is open read-only: reads that need them fail, every other read answers, and writes are refused",
@@ -138,6 +142,24 @@ func open(so storage.Options, opts *Options) (*DB, error) {
 			"dir", so.Dir, "err", storageError(err))
 	}
 	return openOn(store, &o, so.Dir, nil)
+}
+
+// inUsePhrase is how Badger says that another process holds a directory's lock, on every
+// platform; its own text names its internals and no way out.
+const inUsePhrase = "Another process is using this Badger database"
+
+// openError says why the store in dir did not open: for a directory another process holds,
+// which process (Badger writes its pid in the directory's LOCK file) and what to do.
+func openError(dir string, err error) error {
+	if !strings.Contains(err.Error(), inUsePhrase) {
+		return storageError(err)
+	}
+	who := "another process"
+	if pid, rerr := os.ReadFile(filepath.Join(dir, "LOCK")); rerr == nil && len(bytes.TrimSpace(pid)) > 0 {
+		who = "process " + string(bytes.TrimSpace(pid))
+	}
+	return ErrInternal.WithDetail("the data directory %q is in use by %s, which opened it first (another tabula serve, "+
+		"import, export or check, or a program embedding Tabula): stop that process, or open another directory", dir, who)
 }
 
 // openOn opens a DB on an open store, of the directory dir ("" in memory). lastTicks, when

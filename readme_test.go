@@ -22,10 +22,12 @@ import (
 	"github.com/tabuladb/tabula/tabulatest"
 )
 
-// Every Go snippet in README.md is a region of a Go file that compiles and runs as a test,
-// so the README cannot drift from the API. A snippet is marked in README.md by the comment
-// line "<!-- snippet: FILE#NAME -->" just above its ```go fence; in FILE the region is the
-// lines between "// snippet: NAME" and "// end snippet", less their common indentation.
+// Every Go, JavaScript and Python snippet in README.md is a region of a file that runs as a
+// test (Go here; JavaScript and Python by .ci/run, in the fresh projects the README's install
+// lines make), so the README cannot drift from the API. A snippet is marked in README.md by
+// the comment line "<!-- snippet: FILE#NAME -->" just above its ```go, ```js or ```python
+// fence; in FILE the region is the lines between "// snippet: NAME" (or "# snippet: NAME")
+// and "// end snippet" (or "# end snippet"), less their common indentation.
 func TestREADMESnippets(t *testing.T) {
 	readme, err := os.ReadFile("README.md")
 	require.NoError(t, err)
@@ -33,11 +35,11 @@ func TestREADMESnippets(t *testing.T) {
 	lines := strings.Split(string(readme), "\n")
 	checked := 0
 	for i := 0; i < len(lines); i++ {
-		if lines[i] != "```go" {
+		if lines[i] != "```go" && lines[i] != "```js" && lines[i] != "```python" {
 			continue
 		}
 		require.True(t, i > 0 && marker.MatchString(lines[i-1]),
-			"README.md line %d: a ```go block needs a <!-- snippet: FILE#NAME --> line above it", i+1)
+			"README.md line %d: a %s block needs a <!-- snippet: FILE#NAME --> line above it", i+1, lines[i])
 		m := marker.FindStringSubmatch(lines[i-1])
 		end := i + 1
 		for end < len(lines) && lines[end] != "```" {
@@ -64,10 +66,10 @@ func snippetRegion(t *testing.T, file, name string) string {
 	for sc.Scan() {
 		line := sc.Text()
 		switch strings.TrimSpace(line) {
-		case "// snippet: " + name:
+		case "// snippet: " + name, "# snippet: " + name:
 			in = true
 			continue
-		case "// end snippet":
+		case "// end snippet", "# end snippet":
 			if in {
 				return dedent(region)
 			}
@@ -81,20 +83,20 @@ func snippetRegion(t *testing.T, file, name string) string {
 }
 
 func dedent(lines []string) string {
-	indent := -1
+	// The common indentation: tabs in Go, spaces in JavaScript and Python.
+	indent := ""
+	first := true
 	for _, l := range lines {
 		if strings.TrimSpace(l) == "" {
 			continue
 		}
-		n := len(l) - len(strings.TrimLeft(l, "\t"))
-		if indent < 0 || n < indent {
-			indent = n
+		lead := l[:len(l)-len(strings.TrimLeft(l, " \t"))]
+		if first || len(lead) < len(indent) {
+			indent, first = lead, false
 		}
 	}
 	for i, l := range lines {
-		if len(l) >= indent && indent > 0 {
-			lines[i] = l[indent:]
-		}
+		lines[i] = strings.TrimPrefix(l, indent)
 	}
 	return strings.Join(lines, "\n")
 }

@@ -2,8 +2,11 @@ package remote
 
 import (
 	"context"
+	"errors"
 	"iter"
+	"net/http"
 	"strings"
+	"syscall"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
@@ -36,7 +39,14 @@ var _ tabula.ServiceAPI = (*Client)(nil)
 // TableEndpoint, DefaultEndpointsProtocol and EndpointSuffix, as the Azure portal and
 // `tabula serve` print them. Like grpc.Dial, it sends nothing: a wrong key shows on the
 // first operation, as AuthenticationFailed.
+//
+// UseDevelopmentStorage=true, which other SDKs accept and Go's does not, names the storage
+// emulators' development account at http://127.0.0.1:10002, as tabula serve and Azurite
+// serve it by default.
 func Dial(connectionString string, opts *Options) (*Client, error) {
+	if isDevelopmentStorage(connectionString) {
+		connectionString = developmentStorage
+	}
 	// The SDK builds a SAS connection string's URL from AccountName alone, as for a storage
 	// account in Azure's public cloud; one that names its TableEndpoint (Azurite, tabula
 	// serve, another cloud) is honoured here.
@@ -48,6 +58,20 @@ func Dial(connectionString string, opts *Options) (*Client, error) {
 		return nil, tabula.ErrInvalidInput.WithDetail("connection string: %v", err)
 	}
 	return &Client{svc: svc}, nil
+}
+
+// developmentStorage is what UseDevelopmentStorage=true stands for in the SDKs that take it:
+// the emulators' account, with its key as published in "Use the Azurite emulator for local
+// Azure Storage development".
+const developmentStorage = "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;" +
+	"AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;" +
+	"TableEndpoint=http://127.0.0.1:10002/devstoreaccount1;"
+
+// isDevelopmentStorage reports whether a connection string is UseDevelopmentStorage=true
+// alone (with any spacing, case of the value, or final semicolon).
+func isDevelopmentStorage(connectionString string) bool {
+	k, v, ok := strings.Cut(strings.TrimSuffix(strings.TrimSpace(connectionString), ";"), "=")
+	return ok && strings.TrimSpace(k) == "UseDevelopmentStorage" && strings.EqualFold(strings.TrimSpace(v), "true")
 }
 
 // sasEndpoint returns the TableEndpoint and SharedAccessSignature of a connection string
@@ -97,8 +121,28 @@ func clientOptions(opts *Options) *aztables.ClientOptions {
 		o.ClientOptions = opts.ClientOptions
 	}
 	o.PerCallPolicies = append([]policy.Policy{capturePolicy{}}, o.PerCallPolicies...)
+	o.PerRetryPolicies = append(o.PerRetryPolicies, refusedPolicy{})
 	return &o
 }
+
+// refusedPolicy stops the SDK retrying a connection the server refused: nothing listens
+// there, and three retries with backoff (8 s by default) only delay saying so.
+type refusedPolicy struct{}
+
+func (refusedPolicy) Do(req *policy.Request) (*http.Response, error) {
+	resp, err := req.Next()
+	if err != nil && errors.Is(err, syscall.ECONNREFUSED) {
+		return resp, refused{err}
+	}
+	return resp, err
+}
+
+// refused is a refused connection, which the SDK's retry policy does not retry (it looks for
+// the NonRetriable method).
+type refused struct{ error }
+
+func (refused) NonRetriable()   {}
+func (e refused) Unwrap() error { return e.error }
 
 // Table returns a handle on the named table without checking that it exists; operations on
 // a missing table fail with TableNotFound.

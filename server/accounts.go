@@ -331,7 +331,9 @@ func (s *Server) addConfigured(accounts []Account, logger *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("server: reading which account owns which data: %w", err)
 	}
-	if legacy {
+	// With one account there was nothing to decide: it owns the root namespace, the tables
+	// an import or the embedded API wrote, as it always would have.
+	if legacy && len(names) > 1 {
 		if logger == nil {
 			logger = slog.Default()
 		}

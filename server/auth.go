@@ -56,6 +56,9 @@ func (s *Server) authenticate(c *call, rawPath string) (*grant, *tabula.Error) {
 			return nil, nil
 		}
 		if err := s.checkSharedKey(c, keys, auth, rawPath); err != "" {
+			if strings.HasPrefix(err, sharedKeyMismatch) {
+				return nil, wrongKey(c.account, err)
+			}
 			return fail(err)
 		}
 		return nil, nil
@@ -136,7 +139,23 @@ func (s *Server) checkSharedKey(c *call, keys [][]byte, auth, rawPath string) st
 		}
 	}
 	resource := "/" + account + rawPath
-	return "the signature does not match the request (canonical resource " + resource + ", signed date from x-ms-date or Date)"
+	return sharedKeyMismatch + " (canonical resource " + resource + ", signed date from x-ms-date or Date)"
+}
+
+// sharedKeyMismatch begins the reason of a Shared Key signature that no key of the account
+// makes: almost always a connection string with another AccountKey.
+const sharedKeyMismatch = "the signature does not match the request"
+
+// wrongKey is the AuthenticationFailed of a signature no key of account makes. The hint says
+// which key to check, in the detail (the request log, X-Tabula-Error-Detail) and after the
+// service's message, which it never replaces, for clients that show only the message (the
+// Python SDK's).
+func wrongKey(account, why string) *tabula.Error {
+	hint := "check the AccountKey in the connection string: it must be a key of account " + account
+	if account == DevelopmentAccountName {
+		hint += " (the emulators' published key, unless the server was given --accounts)"
+	}
+	return withMessage(errAuthenticationFailed, errAuthenticationFailed.Message+"\nTabula: "+hint+".", why+"; "+hint)
 }
 
 // atSecondary prepares a path-style request to the secondary, whose escaped path after the

@@ -19,11 +19,16 @@ var consoleTypes = map[string]string{
 	"index.html":  "text/html; charset=utf-8",
 	"console.js":  "text/javascript; charset=utf-8",
 	"console.css": "text/css; charset=utf-8",
+	"favicon.svg": "image/svg+xml",
 }
 
 // consolePolicy lets the console's page run only its own script and style and talk only to
 // its own server: keys shown in it cannot become markup, and it cannot be framed.
 const consolePolicy = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+
+// consolePollHeader marks the console's own polls of api/report, which RequestLog leaves out
+// when they succeed: an open console would otherwise add a line every 2 s.
+const consolePollHeader = "X-Tabula-Console-Poll"
 
 // serveConsole serves the console under ReservedPrefix+"console/" for an authenticated
 // account; path is what follows "console/".
@@ -70,6 +75,7 @@ func (s *Server) serveConsole(w http.ResponseWriter, r *http.Request, _ principa
 // same under ReservedPrefix. Beneath where it is mounted:
 //
 //	console/                          the console: a page that polls the report every 2 s
+//	                                  (RequestLog leaves its successful polls out)
 //	api/report                        the heat report as JSON (?format=svg: as an SVG heat map)
 //	api/explain?table=T&filter=F      the plan of $filter F on table T, and one page's cost
 //	api/data?table=T&filter=F&top=N   a page of T's entities matching F, with their types

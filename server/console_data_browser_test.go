@@ -90,6 +90,17 @@ func TestConsoleDataViewInBrowser(t *testing.T) {
 	))
 	assert.Equal(t, true, eval(`document.getElementById('load-view').hidden`), "the data view replaces the load view")
 
+	// It opens on rows, of the busiest table (the most entities, with no load), which the
+	// load view lists first too.
+	opened := eval(until(`document.getElementById('data-result').getAttribute('data-page') === '1' && !document.getElementById('data-result').hasAttribute('aria-busy')`, `({
+  table: document.getElementById('data-table').value,
+  rows: document.querySelectorAll('#data-grid tr.entity').length,
+  order: [...document.querySelectorAll('#tables section[data-table]')].map((s) => s.getAttribute('data-table')),
+})`)).(map[string]any)
+	assert.Equal(t, "orders", opened["table"])
+	assert.Equal(t, float64(50), opened["rows"], "rows on open, without pressing Query")
+	assert.Equal(t, []any{"orders", "users"}, opened["order"])
+
 	// List: the first page of 50, each property with its type.
 	require.NoError(t, chromedp.Do(tab,
 		chromedp.SetValue(chromedp.ID("data-table"), "orders"),
@@ -209,4 +220,6 @@ func TestConsoleDataViewInBrowser(t *testing.T) {
 	assert.Contains(t, eval(until(`document.getElementById('data-result').getAttribute('data-page') === 'error'`,
 		`document.getElementById('data-error').textContent`)), "TableNotFound")
 	assert.Equal(t, true, eval(`document.getElementById('data-download').hidden`))
+	assert.Equal(t, float64(1), eval(until(`!document.querySelector('#data-explain .note')`,
+		`document.querySelectorAll('#data-view .error').length`)), "the error is said once, not again in the plan's box")
 }

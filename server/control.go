@@ -214,9 +214,9 @@ func changeLimits(k knobs, body []byte) *controlError {
 	}
 	var mode partition.LimitMode
 	if c.Mode != nil {
-		m, ok := parseLimitMode(*c.Mode)
-		if !ok {
-			return badField("mode", "%q is not a limit mode; use off, observe or enforce", *c.Mode)
+		m, err := partition.ParseLimitMode(*c.Mode)
+		if err != nil {
+			return settingField(err)
 		}
 		mode = m
 	}
@@ -230,12 +230,14 @@ func changeLimits(k knobs, body []byte) *controlError {
 		{"accountRate", c.AccountRate, false},
 		{"accountBurst", c.AccountBurst, true},
 	} {
-		switch {
-		case f.v == nil:
-		case f.burst && !(*f.v >= 1):
-			return badField(f.name, "must be a number of entities, at least 1; not %s", formatFloat(*f.v))
-		case !f.burst && !(*f.v > 0):
-			return badField(f.name, "must be a positive number of entities per second, not %s", formatFloat(*f.v))
+		check := partition.CheckRate
+		if f.burst {
+			check = partition.CheckBurst
+		}
+		if f.v != nil {
+			if err := check(f.name, *f.v); err != nil {
+				return settingField(err)
+			}
 		}
 	}
 	if c.PartitionRate != nil || c.PartitionBurst != nil || c.AccountRate != nil || c.AccountBurst != nil {
@@ -261,15 +263,22 @@ func changeLimits(k knobs, body []byte) *controlError {
 	return nil
 }
 
-func formatFloat(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+// apiNames are the management API's JSON names of the settings partition's grammar names
+// otherwise.
+var apiNames = map[string]string{"busy": "serverBusy", "continuation-every": "continuationEvery", "offline-for": "offlineFor"}
 
-func parseLimitMode(s string) (partition.LimitMode, bool) {
-	for _, m := range []partition.LimitMode{partition.LimitOff, partition.LimitObserve, partition.LimitEnforce} {
-		if strings.EqualFold(s, m.String()) {
-			return m, true
-		}
+// settingField is a refusal of partition's grammar as a 400 naming the JSON field.
+func settingField(err error) *controlError {
+	var se *partition.SettingError
+	if !errors.As(err, &se) {
+		return &controlError{status: http.StatusBadRequest, message: err.Error()}
 	}
-	return 0, false
+	field := se.Setting
+	if name, ok := apiNames[field]; ok {
+		field = name
+	}
+	problem := strings.NewReplacer("busy + timeout", "serverBusy + timeout").Replace(se.Problem)
+	return badField(field, "%s", problem)
 }
 
 // kinds lists every operation kind, in order.
@@ -324,72 +333,45 @@ func (s *Server) changeFaults(k knobs, body []byte) *controlError {
 	if c.Seed != nil {
 		f.Seed = *c.Seed
 	}
-	for _, p := range []struct {
-		name string
-		v    *float64
-		to   *float64
-	}{{"serverBusy", c.ServerBusy, &f.ServerBusy}, {"timeout", c.Timeout, &f.Timeout}} {
-		if p.v == nil {
-			continue
-		}
-		if v := *p.v; !(v >= 0 && v <= 1) {
-			return badField(p.name, "must be a probability from 0 to 1, not %s", formatFloat(v))
-		}
-		*p.to = *p.v
+	if c.ServerBusy != nil {
+		f.ServerBusy = *c.ServerBusy
 	}
-	if f.ServerBusy+f.Timeout > 1 {
-		field := "timeout"
-		if c.Timeout == nil {
-			field = "serverBusy"
-		}
-		return badField(field, "serverBusy + timeout is %s; together they must not exceed 1",
-			formatFloat(f.ServerBusy+f.Timeout))
+	if c.Timeout != nil {
+		f.Timeout = *c.Timeout
 	}
 	if c.Kinds != nil {
-		var set partition.KindSet
-		for _, name := range *c.Kinds {
-			k, ok := parseKind(name)
-			if !ok {
-				names := make([]string, 0, len(kinds()))
-				for _, k := range kinds() {
-					names = append(names, k.String())
-				}
-				return badField("kinds", "%q is not an operation kind; the kinds are %s", name, strings.Join(names, ", "))
-			}
-			set |= partition.Kinds(k)
+		set, err := partition.ParseKinds(*c.Kinds...)
+		if err != nil {
+			return settingField(err)
 		}
 		f.Kinds = set // empty: every kind
 	}
 	if c.ContinuationEvery != nil {
-		if *c.ContinuationEvery < 0 {
-			return badField("continuationEvery", "must be a number of entities, or 0 for none; not %d", *c.ContinuationEvery)
-		}
 		f.ContinuationEvery = *c.ContinuationEvery
 	}
 	if c.OfflineOnSplit != nil {
 		f.OfflineOnSplit = *c.OfflineOnSplit
 	}
 	if c.OfflineFor != nil {
-		d, err := time.ParseDuration(*c.OfflineFor)
-		if err != nil || d <= 0 {
-			return badField("offlineFor", "must be a positive duration such as \"3s\" or \"500ms\", not %q", *c.OfflineFor)
+		d, err := partition.ParseOfflineFor(*c.OfflineFor)
+		if err != nil {
+			return settingField(err)
 		}
 		f.OfflineFor = d
+	}
+	if err := f.Check(); err != nil {
+		var se *partition.SettingError
+		// The sum of the two probabilities is the fault of the one this PUT changed.
+		if errors.As(err, &se) && se.Setting == "timeout" && c.Timeout == nil && strings.Contains(se.Problem, "together") {
+			se.Setting = "busy"
+		}
+		return settingField(err)
 	}
 	k.SetFaults(f)
 	if c.TableDeleteDelay != nil {
 		s.db.SetTableDeleteDelay(deleteDelay)
 	}
 	return nil
-}
-
-func parseKind(name string) (partition.Kind, bool) {
-	for _, k := range kinds() {
-		if strings.EqualFold(name, k.String()) {
-			return k, true
-		}
-	}
-	return 0, false
 }
 
 func queriesView(k knobs) any {

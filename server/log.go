@@ -19,7 +19,8 @@ type LogOptions struct {
 	// Logger gets one record per request: method, path (with any SAS signature redacted),
 	// status, the service's error code, duration, entities and Tabula's error detail. Nil
 	// logs no lines. The level is Info, Warn for 4xx (and a failed batch, whose status is
-	// 202) and Error for 5xx.
+	// 202) and Error for 5xx; a browser's request of /favicon.ico is Debug, and the console's
+	// successful polls of its report (consolePollHeader) log no line.
 	Logger *slog.Logger
 
 	// Debug gets every request and response in full, headers and bodies, with credentials
@@ -80,8 +81,14 @@ func (l *requestLog) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // line logs the request's one line.
 func (l *requestLog) line(r *http.Request, lw *logWriter, elapsed time.Duration) {
+	if lw.status < 400 && r.Header.Get(consolePollHeader) != "" {
+		return // an open console's poll, every 2 s: no news
+	}
 	level := slog.LevelInfo
 	switch {
+	case r.URL.Path == "/favicon.ico" && lw.status < 500:
+		// A browser asks every server for its icon; it is not a client's mistake.
+		level = slog.LevelDebug
 	case lw.status >= 500:
 		level = slog.LevelError
 	case lw.status >= 400 || lw.code != "": // a failed batch answers 202

@@ -85,7 +85,7 @@ func TestAzuriteFlagErrors(t *testing.T) {
 		{[]string{"--extentMemoryLimit", "50"}, "--extentMemoryLimit goes only with --inMemoryPersistence"},
 		{[]string{"--oauth", "bearer"}, `only "basic" is supported`},
 		{[]string{"--oauth", "basic"}, "--oauth needs HTTPS"},
-		{[]string{"--debug"}, "flag needs an argument"},
+		{[]string{"--debug"}, "--debug needs a value"},
 		{[]string{"--pwd", "secret"}, "--pwd is the password of a .pfx file given with --cert"},
 		{[]string{"--cert", "c.pfx", "--pwd", "p", "--key", "k.pem"}, "a .pfx file holds its key"},
 		{[]string{"--cert", "c.pem"}, "--cert and --key go together"},

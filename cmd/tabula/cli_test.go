@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -42,8 +43,19 @@ func TestCommandLine(t *testing.T) {
 		{args: []string{"frobnicate"}, code: 2, stderr: `unknown command "frobnicate"`},
 		{args: []string{"serve", "-h"}, code: 0, stdout: "Usage: tabula serve [flags]", noStderr: true},
 		{args: []string{"serve", "--help"}, code: 0, stdout: "--sync-writes", noStderr: true},
-		{args: []string{"serve", "--bogus"}, code: 2, stderr: "tabula serve: flag provided but not defined: -bogus\n", stderrLine: 2},
-		{args: []string{"serve", "--addr"}, code: 2, stderr: "flag needs an argument: -addr", stderrLine: 2},
+		{args: []string{"serve", "--bogus"}, code: 2, stderr: "tabula serve: there is no flag --bogus\n", stderrLine: 2},
+		{args: []string{"serve", "-port", "10002"}, code: 2, stderr: "there is no flag --port; did you mean --tablePort?", stderrLine: 2},
+		{args: []string{"serve", "--sync-write"}, code: 2, stderr: "did you mean --sync-writes?", stderrLine: 2},
+		{args: []string{"serve", "--inmemory"}, code: 2, stderr: "did you mean --in-memory?", stderrLine: 2},
+		{args: []string{"serve", "-v"}, code: 0, stdout: "tabula ", noStderr: true},
+		{args: []string{"serve", "--version"}, code: 0, stdout: "tabula ", noStderr: true},
+		{args: []string{"serve", "--memory", "1"}, code: 2, stderr: "--memory \"1\": 1 is 1B, less than the least, 256MiB: give --memory 256MiB or more", stderrLine: 2},
+		{args: []string{"serve", "--memory", "10MiB"}, code: 2, stderr: "--memory \"10MiB\": 10MiB is less than the least, 256MiB", stderrLine: 2},
+		{args: []string{"serve", "--memory", "lots"}, code: 2, stderr: "--memory \"lots\": \"lots\" is not a size; write one such as 512MiB", stderrLine: 2},
+		{args: []string{"serve", "--memory", "1ZiB"}, code: 2, stderr: "unknown unit \"ZiB\"; use KiB, MiB, GiB, TiB", stderrLine: 2},
+		{args: []string{"serve", "--disk-reserve", "x"}, code: 2, stderr: "--disk-reserve \"x\"", stderrLine: 2},
+		{args: []string{"serve", "--silent=maybe"}, code: 2, stderr: "--silent \"maybe\"", stderrLine: 2},
+		{args: []string{"serve", "--addr"}, code: 2, stderr: "--addr needs a value", stderrLine: 2},
 		{args: []string{"serve", "extra"}, code: 2, stderr: `unexpected arguments ["extra"]`, stderrLine: 2},
 		{args: []string{"serve", "--addr", "nonsense"}, code: 2, stderr: `--addr "nonsense": want host:port`, stderrLine: 2},
 		{args: []string{"serve", "--addr", "127.0.0.1:0", "--tablePort", "0"}, code: 2, stderr: "not both", stderrLine: 2},
@@ -51,12 +63,13 @@ func TestCommandLine(t *testing.T) {
 		{args: []string{"serve", "--data", "a", "--location", "b"}, code: 2, stderr: "--data or --location", stderrLine: 2},
 		{args: []string{"serve", "--accounts", "bad"}, code: 2, stderr: `--accounts: server: account "bad" has no key`, stderrLine: 2},
 		{args: []string{"serve", "--limits", "loud"}, code: 2, stderr: `--limits "loud": want off, observe or enforce`, stderrLine: 2},
-		{args: []string{"serve", "--partition-rate", "0"}, code: 2, stderr: "more than 0 entities/s", stderrLine: 2},
-		{args: []string{"serve", "--faults", "busy=2"}, code: 2, stderr: "--faults: busy=2: want a probability from 0 to 1", stderrLine: 2},
-		{args: []string{"serve", "--faults", "seed=x"}, code: 2, stderr: "--faults: seed=x: invalid syntax", stderrLine: 2},
-		{args: []string{"serve", "--faults", "kinds=fly"}, code: 2, stderr: `unknown kind "fly"`, stderrLine: 2},
-		{args: []string{"serve", "--faults", "loud"}, code: 2, stderr: `unknown setting "loud"`, stderrLine: 2},
-		{args: []string{"serve", "--faults", "continuation-every=0"}, code: 2, stderr: "continuation-every=0: want 1 or more", stderrLine: 2},
+		{args: []string{"serve", "--partition-rate", "0"}, code: 2, stderr: "--partition-rate: must be a positive number of entities per second, not 0", stderrLine: 2},
+		{args: []string{"serve", "--faults", "busy=2"}, code: 2, stderr: "--faults: busy: must be a probability from 0 to 1, not 2", stderrLine: 2},
+		{args: []string{"serve", "--faults", "seed=x"}, code: 2, stderr: "--faults: seed: must be a whole number from 0, not \"x\"", stderrLine: 2},
+		{args: []string{"serve", "--faults", "kinds=fly"}, code: 2, stderr: `--faults: kinds: "fly" is not an operation kind`, stderrLine: 2},
+		{args: []string{"serve", "--faults", "loud"}, code: 2, stderr: `--faults: loud: is not a fault setting`, stderrLine: 2},
+		{args: []string{"serve", "--faults", "continuation-every=-1"}, code: 2, stderr: "--faults: continuation-every: must be a number of entities, or 0 for none; not -1", stderrLine: 2},
+		{args: []string{"serve", "--faults", "busy=0.6,timeout=0.6"}, code: 2, stderr: "together they must not exceed 1", stderrLine: 2},
 		{args: []string{"serve", "--cert", "c.pem"}, code: 2, stderr: "--cert and --key go together", stderrLine: 2},
 		{args: []string{"serve", "--self-signed", "--key", "k.pem"}, code: 2, stderr: "give no --key", stderrLine: 2},
 		{args: []string{"serve", "--oauth", "basic"}, code: 2, stderr: "--oauth needs HTTPS", stderrLine: 2},
@@ -161,14 +174,15 @@ func TestServeFlags(t *testing.T) {
 		for v, want := range map[string]uint64{"64MiB": 64 << 20, "1GiB": 1 << 30, "100 MB": 100e6, "4096": 4096, "2KiB": 2048} {
 			assert.Equal(t, want, parse(t, "--disk-reserve", v).db.DiskReserve, v)
 		}
-		for _, v := range []string{"0", "-1", "MiB", "12XB", "99999999999GiB"} {
+		for v, want := range map[string]string{"0": "--disk-reserve \"0\": 0 would mean the default, 512MiB; give a size of more than 0 bytes",
+			"-1": "is not a size", "MiB": "is not a size", "12XB": `unknown unit "XB"`, "99999999999GiB": "more bytes than there are"} {
 			_, err := parseServe([]string{"--disk-reserve", v}, func(string) string { return "" }, io.Discard)
-			assert.ErrorContains(t, err, "want a size of more than 0 bytes", v)
+			assert.ErrorContains(t, err, want, v)
 		}
 		assert.Zero(t, cfg.db.MemoryBudget, "the store's default")
 		assert.Equal(t, uint64(512<<20), parse(t, "--memory", "512MiB").db.MemoryBudget)
 		_, err := parseServe([]string{"--memory", "lots"}, func(string) string { return "" }, io.Discard)
-		assert.ErrorContains(t, err, "want a size of more than 0 bytes")
+		assert.ErrorContains(t, err, `--memory "lots": "lots" is not a size`)
 	})
 	t.Run("HTTPS, tokens and the log", func(t *testing.T) {
 		cfg := parse(t, "--cert", "c.pem", "--key", "k.pem", "--oauth", "basic", "--silent", "--debug", "d.log", "--log-format", "json")
@@ -223,16 +237,52 @@ func TestExposureWarnings(t *testing.T) {
 }
 
 // A database that another process holds is reported once, without the library's prefix
-// repeated inside the message.
+// repeated inside the message, naming who holds it and the ways out in flags.
 func TestOpenErrorDoesNotStutter(t *testing.T) {
 	dir := t.TempDir()
 	r := start(t, "--addr", "127.0.0.1:0", "--data", dir, "--silent")
 	var out, errs bytes.Buffer
 	code := run(context.Background(), []string{"serve", "--addr", "127.0.0.1:0", "--data", dir}, &out, &errs)
 	assert.Equal(t, 1, code)
-	assert.True(t, strings.HasPrefix(errs.String(), "tabula: opening the database in "+dir+": storage: open"), errs.String())
+	assert.True(t, strings.HasPrefix(errs.String(), "tabula: opening the database in "+dir+": the data directory"), errs.String())
 	assert.Equal(t, 1, strings.Count(errs.String(), "tabula:"), errs.String())
+	assert.Contains(t, errs.String(), fmt.Sprintf("is in use by process %d", os.Getpid()), "who holds it")
+	assert.Contains(t, errs.String(), "stop that process")
+	assert.Contains(t, errs.String(), "another --data DIR, or --in-memory")
+	assert.NotContains(t, errs.String(), "Badger", "the store's internals stay inside")
 	r.shutdown(t)
+}
+
+// A port in use says which flags choose another and who may hold it, and leaves no data
+// directory behind.
+func TestServePortInUse(t *testing.T) {
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer held.Close()
+	dir := filepath.Join(t.TempDir(), "tabula-data")
+	var out, errs bytes.Buffer
+	code := run(context.Background(), []string{"serve", "--addr", held.Addr().String(), "--data", dir}, &out, &errs)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errs.String(), held.Addr().String()+" is in use by another program: is Azurite or another tabula serve running?")
+	assert.Contains(t, errs.String(), "--tablePort PORT")
+	assert.Contains(t, errs.String(), "--addr host:port")
+	assert.NoDirExists(t, dir, "a start that fails makes no data directory")
+}
+
+// A start that fails after opening the database (here, a bad --import file) removes the
+// data directory it made, and leaves one that was there.
+func TestFailedStartLeavesNoDirectory(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing.jsonl")
+	dir := filepath.Join(t.TempDir(), "tabula-data")
+	var errs bytes.Buffer
+	code := run(context.Background(), []string{"serve", "--addr", "127.0.0.1:0", "--data", dir, "--import", missing}, io.Discard, &errs)
+	assert.Equal(t, 1, code, errs.String())
+	assert.NoDirExists(t, dir)
+
+	existing := t.TempDir()
+	code = run(context.Background(), []string{"serve", "--addr", "127.0.0.1:0", "--data", existing, "--import", missing}, io.Discard, &errs)
+	assert.Equal(t, 1, code)
+	assert.DirExists(t, existing)
 }
 
 // The request log reaches standard output, one line per request (JSON with --log-format
@@ -322,28 +372,6 @@ func TestServeDiskReserve(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(r.out.String(), "writes refused for want of disk space"), r.out.String())
 }
 
-// Whatever --faults says, parsing it neither panics nor accepts a probability outside [0, 1].
-func FuzzParseFaults(f *testing.F) {
-	f.Add("seed=7,busy=0.5,timeout=0.25,kinds=insert+query,continuation-every=3,offline-on-split,offline-for=2s")
-	f.Add("busy=NaN")
-	f.Add("kinds=reads+writes+all")
-	f.Add("offline-on-split=maybe")
-	f.Fuzz(func(t *testing.T, spec string) {
-		faults, err := parseFaults(spec)
-		if err != nil {
-			return
-		}
-		for _, p := range []float64{faults.ServerBusy, faults.Timeout} {
-			if !(p >= 0 && p <= 1) {
-				t.Fatalf("%q: probability %v accepted", spec, p)
-			}
-		}
-		if faults.ContinuationEvery < 0 {
-			t.Fatalf("%q: continuation-every %d accepted", spec, faults.ContinuationEvery)
-		}
-	})
-}
-
 // A data directory of an older format (the first release's, testdata/format1 of the root
 // package) is upgraded when tabula serve opens it, and the log says so; with --silent, which
 // turns the request log off, the line goes to standard error. The directory's entities are
@@ -368,4 +396,99 @@ func TestServeLogsAFormatUpgrade(t *testing.T) {
 		require.NoError(t, err)
 		r.shutdown(t)
 	}
+}
+
+// --memory takes sizes as people write them, from the least the help names to the machine's
+// memory, and each refusal names --memory and what to give instead.
+func TestMemoryFlag(t *testing.T) {
+	const machine = 23 << 30
+	for _, tc := range []struct {
+		v       string
+		want    uint64
+		refusal string
+	}{
+		{v: "256MiB", want: 256 << 20},
+		{v: "1.5GiB", want: 3 << 29},
+		{v: "1.5 gib", want: 3 << 29},
+		{v: "2GB", want: 2e9},
+		{v: "300mb", want: 300e6},
+		{v: "4g", want: 4e9},
+		{v: "268435456", want: 256 << 20},
+		{v: "1", refusal: "1 is 1B, less than the least, 256MiB: give --memory 256MiB or more"},
+		{v: "10MiB", refusal: "10MiB is less than the least, 256MiB: give --memory 256MiB or more"},
+		{v: "256mb", refusal: "256mb is 244.1MiB, less than the least, 256MiB"},
+		{v: "100GiB", refusal: "100GiB is more than this machine's memory, 23GiB: give --memory at most that"},
+		{v: "1024GiB", refusal: "1024GiB is 1TiB, more than this machine's memory"},
+		{v: "1.2.3GiB", refusal: "is not a size; write one such as 512MiB, 1.5GiB or 2GB"},
+	} {
+		n, err := parseMemory(tc.v, machine)
+		if tc.refusal != "" {
+			assert.ErrorContains(t, err, tc.refusal, tc.v)
+			assert.Contains(t, "--memory "+err.Error(), "--memory", tc.v)
+			continue
+		}
+		require.NoError(t, err, tc.v)
+		assert.Equal(t, tc.want, n, tc.v)
+	}
+	n, err := parseMemory("1TiB", 2<<40)
+	require.NoError(t, err, "a machine with the memory takes it")
+	assert.Equal(t, uint64(1<<40), n)
+	n, err = parseMemory("64TiB", 0)
+	require.NoError(t, err, "where the machine's memory is unknown, only the least is checked")
+	assert.Equal(t, uint64(64<<40), n)
+
+	// The message reaches the user naming the flag with two dashes.
+	var errs bytes.Buffer
+	assert.Equal(t, 2, run(context.Background(), []string{"serve", "--memory", "64MiB"}, io.Discard, &errs))
+	assert.Contains(t, errs.String(), `tabula serve: --memory "64MiB": 64MiB is less than the least, 256MiB: give --memory 256MiB or more`)
+}
+
+// The normal ways to start with data warn of nothing: serve --import, and tabula import then
+// serve (the one account owns the imported tables, with nothing to decide).
+func TestServeWithImportedDataWarnsOfNothing(t *testing.T) {
+	db, err := tabula.OpenInMemory(nil)
+	require.NoError(t, err)
+	tb, err := db.CreateTable(context.Background(), "Fixture")
+	require.NoError(t, err)
+	_, err = tb.Insert(context.Background(), tabula.Entity{PartitionKey: "p", RowKey: "r"})
+	require.NoError(t, err)
+	file := filepath.Join(t.TempDir(), "fixture.jsonl")
+	f, err := os.Create(file)
+	require.NoError(t, err)
+	err = db.Export(context.Background(), f, nil)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	require.NoError(t, db.Close())
+
+	r := start(t, "--in-memory", "--addr", "127.0.0.1:0", "--import", file)
+	r.shutdown(t)
+	assert.Contains(t, r.out.String(), "Imported 1 table, 1 entity from "+file)
+	assert.NotContains(t, r.out.String()+r.errs.String(), "level=WARN")
+
+	dir := filepath.Join(t.TempDir(), "data")
+	_, errs, code := runCLI(t, "import", "--data", dir, file)
+	require.Equal(t, 0, code, errs)
+	r = start(t, "--data", dir, "--addr", "127.0.0.1:0")
+	r.shutdown(t)
+	assert.NotContains(t, r.out.String()+r.errs.String(), "level=WARN")
+}
+
+// The power-loss figures that serve --help gives for --sync-writes are the README's.
+func TestSyncWritesHelpAgreesWithREADME(t *testing.T) {
+	var help bytes.Buffer
+	_, err := parseServe([]string{"--help"}, func(string) string { return "" }, &help)
+	require.ErrorIs(t, err, errHelp)
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	text := help.String()
+	text = text[strings.Index(text, "--sync-writes"):]
+	text = text[:strings.Index(text, "\n  --")]
+	figures := regexp.MustCompile(`\d[\d,]*(\.\d+)?`).FindAllString(text, -1)
+	require.GreaterOrEqual(t, len(figures), 5, text)
+	flat := strings.Join(strings.Fields(string(readme)), " ")
+	for _, f := range figures {
+		assert.Contains(t, flat, f, "README.md lacks the figure %s of serve --help", f)
+	}
+	assert.Contains(t, flat, "0.93 s before the cut")
+	assert.Contains(t, strings.Join(strings.Fields(text), " "), "0.93 s before the cut")
 }

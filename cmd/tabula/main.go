@@ -24,7 +24,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -61,6 +60,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "serve":
+		return runServe(ctx, args[1:], stdout, stderr)
 	case "check":
 		return runCheck(ctx, args[1:], stdout, stderr)
 	case "salvage":
@@ -79,19 +79,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tabula: unknown command %q\n%s", args[0], usage)
 		return 2
 	}
-	cfg, err := parseServe(args[1:], os.Getenv, stdout)
-	if err != nil {
-		if errors.Is(err, errHelp) {
-			return 0
-		}
-		fmt.Fprintf(stderr, "tabula serve: %s\nRun \"tabula serve --help\" for the flags.\n", message(err))
-		return 2
-	}
-	if err := serve(ctx, cfg, stdout, stderr); err != nil {
-		fmt.Fprintln(stderr, "tabula:", message(err))
-		return 1
-	}
-	return 0
 }
 
 // message is err's text without the "tabula: " prefixes that the library's own errors

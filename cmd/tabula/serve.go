@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log"
 	"log/slog"
 	"net"
@@ -13,6 +14,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/tabuladb/tabula"
@@ -21,6 +24,23 @@ import (
 
 // shutdownGrace is how long requests in flight get to finish once a signal arrives.
 const shutdownGrace = 30 * time.Second
+
+// runServe is "tabula serve": its flags (serveflags.go), then the server until ctx is done.
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg, err := parseServe(args, os.Getenv, stdout)
+	if err != nil {
+		if errors.Is(err, errHelp) {
+			return 0
+		}
+		fmt.Fprintf(stderr, "tabula serve: %s\nRun \"tabula serve --help\" for the flags.\n", message(err))
+		return 2
+	}
+	if err := serve(ctx, cfg, stdout, stderr); err != nil {
+		fmt.Fprintln(stderr, "tabula:", message(err))
+		return 1
+	}
+	return 0
+}
 
 func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer) (err error) {
 	for _, n := range cfg.notes {
@@ -52,43 +72,50 @@ func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer) (err erro
 		cfg.db.Logger = slog.New(slog.NewTextHandler(stderr, nil))
 	}
 
-	var db *tabula.DB
-	where := "in memory"
-	if cfg.inMemory {
-		db, err = tabula.OpenInMemory(&cfg.db)
-	} else {
-		where = cfg.dir
-		db, err = tabula.Open(cfg.dir, &cfg.db)
-	}
+	// Listen first: a port in use is the commonest failure, and it should cost nothing,
+	// least of all a data directory made for a server that never ran.
+	ln, err := listen(cfg)
 	if err != nil {
-		return fmt.Errorf("opening the database in %s: %w", where, err)
+		return err
 	}
-	if cfg.importFile != "" {
-		p, err := importAtStart(ctx, db, cfg.importFile)
-		if err != nil {
-			db.Close()
-			return fmt.Errorf("--import %s: %w", cfg.importFile, err)
+	started := false
+	defer func() {
+		if !started {
+			ln.Close()
 		}
-		fmt.Fprintf(stdout, "Imported %d tables, %d entities from %s.\n", p.Tables, p.Entities, cfg.importFile)
+	}()
+	db, where, err := openDatabase(cfg)
+	if err != nil {
+		return err
 	}
 	defer func() {
 		if cfg.exportOnExit != "" && err == nil {
-			if err = exportOnExit(context.WithoutCancel(ctx), db, cfg.exportOnExit); err != nil {
+			if err = exportOnExit(context.WithoutCancel(ctx), db.DB, cfg.exportOnExit); err != nil {
 				err = fmt.Errorf("--export-on-exit %s: %w", cfg.exportOnExit, err)
 			} else {
 				fmt.Fprintf(stdout, "Exported every table to %s.\n", cfg.exportOnExit)
 			}
 		}
-		if cerr := db.Close(); cerr != nil {
+		if cerr := db.close(started); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("closing the database: %w", cerr))
 		} else if err == nil {
 			fmt.Fprintln(stdout, "Stopped; the database is closed.")
 		}
 	}()
-	h, err := server.New(db, &server.Options{Accounts: cfg.accounts, BearerTokens: cfg.oauth,
+	// The front end first, so that it records which account owns the data of an empty
+	// directory before --import fills it (after, it would take the data for an older
+	// directory's and warn of it).
+	h, err := server.New(db.DB, &server.Options{Accounts: cfg.accounts, BearerTokens: cfg.oauth,
 		PathStyleOnly: cfg.pathStyleOnly, AnyVersion: cfg.anyVersion, AdminKey: cfg.adminKey, Logger: cfg.db.Logger})
 	if err != nil {
 		return err
+	}
+	if cfg.importFile != "" {
+		p, err := importAtStart(ctx, db.DB, cfg.importFile)
+		if err != nil {
+			return fmt.Errorf("--import %s: %w", cfg.importFile, err)
+		}
+		fmt.Fprintf(stdout, "Imported %s, %s from %s.\n", count(p.Tables, "table"), count(p.Entities, "entity"), cfg.importFile)
 	}
 
 	scheme := "http"
@@ -111,10 +138,6 @@ func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer) (err erro
 		}
 	}
 
-	ln, err := net.Listen("tcp", cfg.addr)
-	if err != nil {
-		return err
-	}
 	var handler http.Handler = h
 	if logger != nil || debug != nil {
 		handler = server.RequestLog(h, server.LogOptions{Logger: logger, Debug: debug})
@@ -155,6 +178,7 @@ func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer) (err erro
 	} else {
 		ln = server.LimitListener(ln, cfg.http.MaxConnections)
 	}
+	started = true
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {
@@ -239,4 +263,68 @@ func exposureWarnings(a *net.TCPAddr, accounts []server.Account, oauth bool) []s
 			"WARNING: can make a token that Tabula accepts.")
 	}
 	return ws
+}
+
+// listen listens on cfg.addr, saying what to do when the port is taken.
+func listen(cfg *config) (net.Listener, error) {
+	ln, err := net.Listen("tcp", cfg.addr)
+	// Windows says it as WSAEADDRINUSE, which is not syscall.EADDRINUSE there.
+	if errors.Is(err, syscall.EADDRINUSE) || err != nil && strings.Contains(err.Error(), "Only one usage of each socket address") {
+		return nil, fmt.Errorf("%s is in use by another program: is Azurite or another tabula serve running? "+
+			"Stop it, or listen elsewhere with --tablePort PORT (or --addr host:port; port 0 picks a free one)", cfg.addr)
+	}
+	return ln, err
+}
+
+// openedDB is the database serve opened, and whether it made the data directory to do so.
+type openedDB struct {
+	*tabula.DB
+	made string // the directory this start created, "" if none
+}
+
+// openDatabase opens the database cfg names, and where it is, for the banner. A directory
+// it creates for a start that then fails is removed again (see close).
+func openDatabase(cfg *config) (*openedDB, string, error) {
+	if cfg.inMemory {
+		db, err := tabula.OpenInMemory(&cfg.db)
+		if err != nil {
+			return nil, "", fmt.Errorf("opening the database in memory: %w", err)
+		}
+		return &openedDB{DB: db}, "in memory", nil
+	}
+	made := ""
+	if _, err := os.Stat(cfg.dir); errors.Is(err, fs.ErrNotExist) {
+		made = cfg.dir
+	}
+	db, err := tabula.Open(cfg.dir, &cfg.db)
+	if err != nil {
+		if made != "" {
+			_ = os.RemoveAll(made)
+		}
+		if strings.Contains(err.Error(), "is in use by") {
+			return nil, "", fmt.Errorf("opening the database in %s: %w (to serve beside it: another --data DIR, or --in-memory)", cfg.dir, err)
+		}
+		return nil, "", fmt.Errorf("opening the database in %s: %w", cfg.dir, err)
+	}
+	return &openedDB{DB: db, made: made}, cfg.dir, nil
+}
+
+// close closes the database; when the server never started, a directory made for it goes.
+func (db *openedDB) close(started bool) error {
+	err := db.Close()
+	if !started && db.made != "" && err == nil {
+		err = os.RemoveAll(db.made)
+	}
+	return err
+}
+
+// count says how many of a thing: "1 table", "2 entities".
+func count(n int64, one string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	if strings.HasSuffix(one, "y") {
+		return strconv.FormatInt(n, 10) + " " + strings.TrimSuffix(one, "y") + "ies"
+	}
+	return strconv.FormatInt(n, 10) + " " + one + "s"
 }

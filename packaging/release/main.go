@@ -4,11 +4,16 @@
 //	dist/tabula_<version>_<os>_<arch>.tar.gz (zip for windows) each binary with README.md
 //	dist/checksums.txt                        SHA-256 of every archive, sorted by name
 //
-// for linux, darwin and windows on amd64 and arm64, and, with -image, the container images
-// of the linux binaries from the repository's Dockerfile. Run it from the repository root:
+// for this machine's platform, or with -all for linux, darwin and windows on amd64 and arm64;
+// with -packages, also the npm packages and the Python wheel of those binaries (with node and
+// python3, where they are installed), and with -image the container images of the linux
+// binaries from the repository's Dockerfile. It ends by saying where each artefact went and
+// the command that installs it. Run it from the repository root:
 //
-//	go run ./packaging/release                       # all six, version from git describe
-//	go run ./packaging/release -version v1.2.3
+//	go run ./packaging/release -packages            # this machine: binary, npm packages, wheel
+//	go run ./packaging/release                      # this machine's binary and archive only
+//	go run ./packaging/release -all                 # all six platforms
+//	go run ./packaging/release -all -version v1.2.3
 //	go run ./packaging/release -targets linux/amd64,linux/arm64 -image localhost/tabula
 //
 // The same commit gives the same bytes: binaries are built with -trimpath, no build ID and
@@ -42,6 +47,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -54,16 +61,39 @@ var allTargets = []string{"linux/amd64", "linux/arm64", "darwin/amd64", "darwin/
 func main() {
 	out := flag.String("out", "dist", "`directory` to write the artefacts to")
 	version := flag.String("version", "", "`version` to stamp in (default: git describe --tags --always --dirty)")
-	targets := flag.String("targets", strings.Join(allTargets, ","), "comma-separated `os/arch` list")
+	targets := flag.String("targets", hostTarget(), "comma-separated `os/arch` list, or all (default: this machine's)")
+	all := flag.Bool("all", false, "build every platform: "+strings.Join(allTargets, ", "))
+	packages := flag.Bool("packages", false, "also build the npm packages (needs node and npm) and the Python wheel (needs python3)")
 	image := flag.String("image", "", "also build the container image of each linux target, tagged `repo`:<version>-<arch>")
 	tool := flag.String("container-tool", "podman", "`command` (with its global flags) that builds images: podman or docker")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fatal(fmt.Errorf("unexpected arguments %q", flag.Args()))
 	}
-	if err := release(*out, *version, strings.Split(*targets, ","), *image, strings.Fields(*tool)); err != nil {
+	list := strings.Split(*targets, ",")
+	if *all || *targets == "all" {
+		list = allTargets
+	}
+	if err := release(*out, *version, list, *image, strings.Fields(*tool)); err != nil {
 		fatal(err)
 	}
+	var built []builtPackage
+	if *packages {
+		var err error
+		if built, err = buildPackages(*out, *version); err != nil {
+			fatal(err)
+		}
+	}
+	printNext(os.Stdout, *out, list, built)
+}
+
+// hostTarget is this machine's platform, or linux/amd64 where the release covers none.
+func hostTarget() string {
+	host := runtime.GOOS + "/" + runtime.GOARCH
+	if slices.Contains(allTargets, host) {
+		return host
+	}
+	return "linux/amd64"
 }
 
 func fatal(err error) {

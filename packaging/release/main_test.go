@@ -7,6 +7,9 @@ import (
 	"compress/gzip"
 	"io"
 	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -87,4 +90,42 @@ func TestParseTarget(t *testing.T) {
 		_, err := parseTarget(bad)
 		assert.Error(t, err, bad)
 	}
+}
+
+// With no flags the release builds this machine's platform, which is one of the release's.
+func TestDefaultTargetIsThisMachine(t *testing.T) {
+	host := hostTarget()
+	_, err := parseTarget(host)
+	require.NoError(t, err)
+	if runtime.GOOS+"/"+runtime.GOARCH != host {
+		assert.Equal(t, "linux/amd64", host, "a machine the release does not cover gets linux/amd64")
+	}
+}
+
+// The summary says where each artefact went and the command that installs it, or why an
+// ecosystem's packages were not built.
+func TestPrintNextSaysWhereAndWhatNext(t *testing.T) {
+	var b strings.Builder
+	printNext(&b, "dist", []string{"linux/amd64"}, []builtPackage{
+		{ecosystem: "npm", files: []string{"/d/npm/tabuladb-tabula-1.0.0.tgz", "/d/npm/tabuladb-tabula-linux-x64-1.0.0.tgz"},
+			install: "npm install -D /d/npm/tabuladb-tabula-1.0.0.tgz /d/npm/tabuladb-tabula-linux-x64-1.0.0.tgz"},
+		{ecosystem: "Python", note: "not built: python3 is not installed"},
+	})
+	out := b.String()
+	assert.Contains(t, out, filepath.Join(mustAbs("dist"), "bin", "linux_amd64", "tabula"))
+	assert.Contains(t, out, "/d/npm/tabuladb-tabula-linux-x64-1.0.0.tgz")
+	assert.Contains(t, out, "npm:    in your project: npm install -D /d/npm/tabuladb-tabula-1.0.0.tgz")
+	assert.Regexp(t, `Python packages +not built: python3 is not installed`, out)
+	if runtime.GOOS+"/"+runtime.GOARCH == "linux/amd64" {
+		assert.Contains(t, out, "serve:  "+filepath.Join(mustAbs("dist"), "bin", "linux_amd64", "tabula")+" serve --in-memory")
+	}
+
+	b.Reset()
+	printNext(&b, "dist", []string{"linux/amd64"}, nil)
+	assert.Contains(t, b.String(), "go run ./packaging/release -packages", "without -packages, how to get them")
+}
+
+func TestMainPackageFirst(t *testing.T) {
+	assert.Equal(t, []string{"/n/tabuladb-tabula-1.0.0.tgz", "/n/tabuladb-tabula-linux-x64-1.0.0.tgz"},
+		mainPackageFirst([]string{"/n/tabuladb-tabula-linux-x64-1.0.0.tgz", "/n/tabuladb-tabula-1.0.0.tgz"}))
 }

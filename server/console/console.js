@@ -41,6 +41,8 @@
   const nf = new Intl.NumberFormat('en-US');
   const int = (n) => nf.format(n);
   const rate = (v) => nf.format(Math.round(v * 10) / 10) + '/s';
+  // count says how many of a thing: "1 range partition", "2 range partitions".
+  const count = (n, one, many) => int(n) + ' ' + (n === 1 ? one : (many || one + 's'));
   function bytes(b) {
     const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
     let i = 0;
@@ -156,8 +158,8 @@
     const card = el('section', { class: 'card table', 'data-table': t.name });
     card.append(el('div', { class: 'table-head' },
       el('h2', {}, 'table ', t.name),
-      el('p', { class: 'note' }, int(t.ranges.length) + ' range partitions · ' + int(t.entities) + ' entities · ' +
-        bytes(t.bytes) + ' · ' + rate(t.rate) + ' · ' + int(t.throttled) + ' throttled · ' + t.splits + ' splits · ' + t.merges + ' merges')));
+      el('p', { class: 'note' }, count(t.ranges.length, 'range partition') + ' · ' + count(t.entities, 'entity', 'entities') + ' · ' +
+        bytes(t.bytes) + ' · ' + rate(t.rate) + ' · ' + int(t.throttled) + ' throttled · ' + count(t.splits, 'split') + ' · ' + count(t.merges, 'merge'))));
 
     const heat = svg('svg', { viewBox: '0 0 1000 100', preserveAspectRatio: 'none', class: 'heatbar' });
     const widths = rangeWidths(t.ranges);
@@ -235,21 +237,38 @@
     return fresh;
   }
 
+  // busiestFirst orders tables by the load they take (entities/s, then throttling, then
+  // size), so that the one that matters is on top; ties by name, so the order holds still.
+  function busiestFirst(tables) {
+    return [...tables].sort((a, b) => (b.rate - a.rate) || (b.throttled - a.throttled) || (b.entities - a.entities) ||
+      (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
   function render(rep) {
     summary(rep);
     accountChart(rep);
     const fresh = track(rep);
-    $('tables').replaceChildren(...rep.tables.map((t) => tableCard(rep, t, fresh.get(t.name) || new Set())));
-    $('table-names').replaceChildren(...rep.tables.map((t) => el('option', { value: t.name })));
+    const tables = busiestFirst(rep.tables);
+    $('tables').replaceChildren(...tables.map((t) => tableCard(rep, t, fresh.get(t.name) || new Set())));
+    $('table-names').replaceChildren(...tables.map((t) => el('option', { value: t.name })));
     const tbl = $('explain-table');
-    if (tbl.value === '' && rep.tables.length > 0) tbl.value = rep.tables[0].name;
+    if (tbl.value === '' && tables.length > 0) tbl.value = tables[0].name;
     const dt = $('data-table');
-    if (dt.value === '' && rep.tables.length > 0) dt.value = rep.tables[0].name;
+    if (dt.value === '' && tables.length > 0) dt.value = tables[0].name;
+    showFirstRows();
+  }
+
+  // showFirstRows runs the data view's query once, as soon as the view is open and a table
+  // is known, so that it opens on rows rather than on an empty page.
+  function showFirstRows() {
+    if (data.ran || $('data-view').hidden || $('data-table').value === '') return;
+    runData(null);
   }
 
   async function poll() {
     try {
-      const res = await fetch(api('report'), { cache: 'no-store', credentials: 'same-origin' });
+      // The header keeps these polls out of the server's request log (see RequestLog).
+      const res = await fetch(api('report'), { cache: 'no-store', credentials: 'same-origin', headers: { 'X-Tabula-Console-Poll': '1' } });
       if (!res.ok) throw new Error('the report answered HTTP ' + res.status);
       const rep = await res.json();
       render(rep);
@@ -296,7 +315,7 @@
 
   // The data view: a table's entities a page at a time, each property with its EDM type, the
   // query's plan, and the download of every matching entity as an interchange file.
-  const data = { table: '', filter: '', top: 50, starts: [{}], page: 0, seq: 0 };
+  const data = { table: '', filter: '', top: 50, starts: [{}], page: 0, seq: 0, ran: false };
 
   // entityGrid draws a page as a table, a column per property name. A column whose values
   // share one EDM type names it in its header; in a column of mixed types each value is
@@ -367,7 +386,8 @@
   }
 
   async function runData(ev) {
-    ev.preventDefault();
+    if (ev) ev.preventDefault();
+    data.ran = true;
     data.table = $('data-table').value;
     data.filter = $('data-filter').value;
     data.top = Math.min(Math.max(parseInt($('data-top').value, 10) || 50, 1), 1000);
@@ -379,9 +399,11 @@
     dl.hidden = false;
     const ex = $('data-explain');
     ex.replaceChildren(el('p', { class: 'note' }, 'planning…'));
+    // A bad filter or a missing table fails the page too, which says so: the plan's box is
+    // left empty rather than saying it a second time.
     getJSON('explain', { table: data.table, filter: data.filter })
       .then((body) => ex.replaceChildren(...explainView(body, 'data-')))
-      .catch((e) => ex.replaceChildren(el('p', { class: 'error', id: 'data-explain-error' }, e.message)));
+      .catch(() => ex.replaceChildren());
     await loadPage();
   }
 
@@ -391,6 +413,7 @@
     $('data-view').hidden = !isData;
     $('tab-load').classList.toggle('active', !isData);
     $('tab-data').classList.toggle('active', isData);
+    showFirstRows();
   }
 
   for (const s of document.querySelectorAll('.heat-legend .swatch')) s.style.background = heatColor(Number(s.getAttribute('data-ratio')));

@@ -15,6 +15,8 @@ import tabuladb
 
 @pytest.fixture(scope="session")
 def tabula_server():
+    """The session's ``tabula serve --in-memory`` (a ``tabuladb.Server``): its endpoint,
+    admin key and connection string, for tests that want the server itself."""
     srv = tabuladb.start()
     yield srv
     srv.stop()
@@ -22,6 +24,8 @@ def tabula_server():
 
 @pytest.fixture
 def tabula(tabula_server):
+    """A fresh, empty fake of Azure Table storage for this test (a ``tabuladb.Fake``:
+    connection_string, account_name, account_key), dropped with its data when it ends."""
     try:
         f = tabula_server.create_account()
     except tabuladb.NoAccountAPI:
@@ -33,4 +37,5 @@ def tabula(tabula_server):
 
 @pytest.fixture
 def tabula_connection_string(tabula):
+    """The connection string of this test's fresh fake, for any Azure SDK."""
     return tabula.connection_string

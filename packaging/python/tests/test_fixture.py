@@ -46,3 +46,14 @@ def test_binary_is_the_wheels():
     out = subprocess.run([os.path.join(os.path.dirname(sys.executable), "tabula"), "version"],
                          check=True, capture_output=True, text=True).stdout
     assert out.startswith("tabula ")
+
+
+def test_fixtures_say_what_they_are(tmp_path):
+    """pytest --fixtures shows each of the plugin's fixtures with its docstring."""
+    out = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--fixtures", str(tmp_path)],
+                         capture_output=True, text=True, cwd=tmp_path).stdout
+    lines = out.splitlines()
+    for name in ("tabula", "tabula_connection_string", "tabula_server"):
+        at = [i for i, line in enumerate(lines) if line.split(" ")[0] == name]
+        assert at, f"{name} is not listed:\n{out}"
+        assert "no docstring available" not in lines[at[0] + 1], out
