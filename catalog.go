@@ -90,27 +90,56 @@ func (n *Namespace) CreateTable(ctx context.Context, name string) (*Table, error
 		if found {
 			return ErrTableAlreadyExists.WithDetail("table %q already exists", name)
 		}
-		var next uint64 = 1
-		if _, err := tx.Get(nextTableIDKey, func(v []byte) error {
-			next = binary.BigEndian.Uint64(v)
-			return nil
-		}); err != nil {
+		id, err := allocateTableID(tx)
+		if err != nil {
 			return err
 		}
 		created, err := db.stamp()
 		if err != nil {
 			return err
 		}
-		rec := tableRecord{ID: next, Name: name, Created: created}.encode()
-		if err := tx.Set(nextTableIDKey, binary.BigEndian.AppendUint64(nil, next+1)); err != nil {
-			return err
-		}
-		return tx.Set(key, rec)
+		return putTable(tx, n.name, tableRecord{ID: id, Name: name, Created: created})
 	})
 	if err != nil {
 		return nil, err
 	}
 	return n.Table(name), nil
+}
+
+// allocateTableID takes the next table ID in tx. IDs are never reused (see keys.go).
+func allocateTableID(tx *storage.Txn) (uint64, error) {
+	var id uint64 = 1
+	if _, err := tx.Get(nextTableIDKey, func(v []byte) error {
+		id = binary.BigEndian.Uint64(v)
+		return nil
+	}); err != nil {
+		return 0, err
+	}
+	return id, tx.Set(nextTableIDKey, binary.BigEndian.AppendUint64(nil, id+1))
+}
+
+// putTable writes rec as the catalog entry of its name in namespace ns: a new table, or,
+// over an entry of another ID, the same table with new data (an import's publish).
+func putTable(tx *storage.Txn, ns string, rec tableRecord) error {
+	return tx.Set(catalogKey(ns, rec.Name), rec.encode())
+}
+
+// catalogTables returns the catalog entries of namespace ns in tx, in name order.
+func catalogTables(tx *storage.Txn, ns string) ([]tableRecord, error) {
+	var out []tableRecord
+	lower, upper := catalogBounds(ns)
+	it := tx.Scan(lower, upper)
+	defer it.Close()
+	for it.Next() {
+		if err := it.Value(func(v []byte) error {
+			rec, err := decodeTableRecord(v)
+			out = append(out, rec)
+			return err
+		}); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // DeleteTable deletes a table and all its entities. A missing table gives ResourceNotFound,

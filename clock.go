@@ -143,3 +143,16 @@ func (db *DB) saveClock() {
 		db.reservedTicks, db.clockSaved = db.lastTicks, true
 	}
 }
+
+// advanceClock moves the Timestamp clock past ticks, so that a write after an import that
+// kept the file's Timestamps, or after a Restore, gets a newer one than any stored. After
+// a Restore (restored), the clock record is the snapshot's, so the next Timestamp reserves
+// anew.
+func (db *DB) advanceClock(ticks int64, restored bool) {
+	db.stampMu.Lock()
+	defer db.stampMu.Unlock()
+	db.lastTicks = max(db.lastTicks, ticks)
+	if restored {
+		db.reservedTicks, db.clockSaved = 0, false
+	}
+}
