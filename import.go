@@ -160,7 +160,7 @@ func (l *loader) beginTable(rec *wire.Record) error {
 	}
 	field := cmp.Or(rec.Path, "table")
 	if err := validateTableName(rec.Table); err != nil {
-		return &ImportError{Line: rec.Line, Field: field, Rule: err.Error(), Err: err}
+		return &ImportError{Line: rec.Line, Field: field, Rule: ruleOf(err), Err: err}
 	}
 	ns := l.nsOf(rec.Account)
 	for _, t := range l.staged {
@@ -565,7 +565,7 @@ func (l *loader) publishTable(tx *storage.Txn, t *stagedTable) error {
 		return err
 	case t.replaces == nil:
 		if err := db.deleting.check(t.ns, t.name, db.clock()); err != nil {
-			return &ImportError{Line: t.line, Field: "table", Rule: err.Error(), Err: err}
+			return &ImportError{Line: t.line, Field: "table", Rule: ruleOf(err), Err: err}
 		}
 		created, err := db.stamp()
 		if err != nil {

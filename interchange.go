@@ -153,7 +153,7 @@ func importError(line int, path string, err error) error {
 	if errors.As(err, &ie) || !isServiceError(err) {
 		return err
 	}
-	return &ImportError{Line: line, Field: path, Rule: err.Error(), Err: err}
+	return &ImportError{Line: line, Field: path, Rule: ruleOf(err), Err: err}
 }
 
 // isServiceError says whether err is the service's answer to bad input (as opposed to a
@@ -257,10 +257,10 @@ func checkPolicies(ps []AccessPolicy) error {
 func tablePolicies(rec *wire.Record) ([]AccessPolicy, error) {
 	policies, err := policiesOf(rec.AccessPolicies)
 	if err != nil {
-		return nil, &ImportError{Line: rec.Line, Field: "accessPolicies", Rule: err.Error(), Err: ErrInvalidInput}
+		return nil, &ImportError{Line: rec.Line, Field: "accessPolicies", Rule: ruleOf(err), Err: ErrInvalidInput}
 	}
 	if err := checkPolicies(policies); err != nil {
-		return nil, &ImportError{Line: rec.Line, Field: "accessPolicies", Rule: err.Error(), Err: err}
+		return nil, &ImportError{Line: rec.Line, Field: "accessPolicies", Rule: ruleOf(err), Err: err}
 	}
 	return policies, nil
 }
@@ -280,3 +280,8 @@ const (
 	importBatchEntities = 2000
 	importBatchBytes    = 4 << 20
 )
+
+// ruleOf is err's text as the rule of an ImportError, without the package's prefix.
+func ruleOf(err error) string {
+	return strings.TrimPrefix(err.Error(), "tabula: ")
+}

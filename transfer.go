@@ -254,7 +254,7 @@ func setPolicies(ctx context.Context, t TableAPI, rec *wire.Record, bestEffort b
 	if err == nil || unavailable(err) || bestEffort && isServiceError(err) {
 		return nil
 	}
-	rule := err.Error()
+	rule := ruleOf(err)
 	if isServiceError(err) {
 		rule = "the service refused the table's access policies (an emulator such as Azurite may refuse a policy without a Start or Expiry time; a best-effort import leaves refused policies out): " + rule
 	}
