@@ -285,3 +285,14 @@ const (
 func ruleOf(err error) string {
 	return strings.TrimPrefix(err.Error(), "tabula: ")
 }
+
+// readError is the error of the file's decoder after line: a defect of the file (an
+// *ImportError), or one of the reader beneath it, named by the line it stopped after (a
+// compressed file cut short ends in the middle of one).
+func readError(line int, err error) error {
+	var fe *wire.FormatError
+	if errors.As(err, &fe) || isServiceError(err) {
+		return importError(0, "", err)
+	}
+	return &ImportError{Line: line + 1, Rule: "reading the file: " + err.Error(), Truncated: errors.Is(err, io.ErrUnexpectedEOF), Err: err}
+}

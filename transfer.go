@@ -149,7 +149,7 @@ func ImportService(ctx context.Context, s ServiceAPI, r io.Reader, opts *ImportO
 				im.p.Skipped++
 				continue
 			}
-			return undo(importError(0, "", err))
+			return undo(readError(im.p.Line, err))
 		}
 		if rec.Kind == wire.RecordAccount && rec.ServiceProperties != nil {
 			if err := checkServiceProperties(&rec); err != nil {

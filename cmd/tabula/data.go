@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -36,15 +37,24 @@ Flags:
 
 const importUsage = `Usage: tabula import [flags] FILE
 
-Reads an interchange file (see "tabula export --help"; "-" for standard input) into a
-Tabula data directory (--data; each account's tables go to the namespace of its name, the
-empty name, as "tabula serve" writes its first account's, to the root) or into any service
-the connection string or SAS URL names.
+Reads FILE ("-" for standard input; gzip-compressed when its name ends in .gz) into a
+Tabula data directory (--data, made if it does not exist; each account's tables go to the
+namespace of its name, the empty name, as "tabula serve" writes its first account's, to the
+root) or into any service the connection string or SAS URL names. FILE is an interchange
+file (see "tabula export --help") or a fixture a person writes: one JSON document mapping
+table names to arrays of entities in the service's JSON, with no header, counts or
+Timestamps, for instance
 
-Into a data directory the import is all or nothing: nothing is visible until the whole file
-has been read and checked, and a bad line or a cut file changes nothing (the error names the
-line, the field and the rule). Into a service, entities go in transactions of one partition
-each, and an interrupted import resumes from FILE.state when run again.
+  {"Orders": [{"PartitionKey": "alice", "RowKey": "1", "Total": 12.5,
+               "Units@odata.type": "Edm.Int64", "Units": "42"}]}
+
+Into a data directory the import is all or nothing, into new tables and tables that exist
+alike, through a bad line, a cut file or a kill: nothing is visible until the whole file has
+been read and checked, and then every table at once; the error names the file, the line,
+the field and the rule, and a failed import into a new directory leaves none. Into a
+service, entities go in transactions of one partition each; a failure deletes the tables
+the import created, and an interrupted import (Ctrl-C, a kill) resumes from FILE.state when
+run again. With --check, FILE is read and checked by the same rules, and nothing is written.
 
 Flags:
 `
@@ -73,8 +83,16 @@ func (d *dataFlags) tableList() []string {
 	return strings.Split(d.tables, ",")
 }
 
-// target opens what the command reads or writes: a DB, or a remote service.
-func (d *dataFlags) target() (db *tabula.DB, svc tabula.ServiceAPI, err error) {
+// target opens what the command reads or writes: a DB, or a remote service. An export
+// reads a database that exists; an import may make one, and undo then removes it (and the
+// directory, when the import made that) after db.Close, for a failed import to leave none.
+func (d *dataFlags) target(create bool) (db *tabula.DB, svc tabula.ServiceAPI, undo func(), err error) {
+	undo = func() {}
+	db, svc, err = d.open(create, &undo)
+	return db, svc, undo, err
+}
+
+func (d *dataFlags) open(create bool, undo *func()) (db *tabula.DB, svc tabula.ServiceAPI, err error) {
 	n := 0
 	for _, s := range []string{d.dir, d.conn, d.sas} {
 		if s != "" {
@@ -90,7 +108,21 @@ func (d *dataFlags) target() (db *tabula.DB, svc tabula.ServiceAPI, err error) {
 	}
 	switch {
 	case d.dir != "":
+		entries, err := os.ReadDir(d.dir)
+		switch {
+		case errors.Is(err, os.ErrNotExist) && create:
+			*undo = func() { os.RemoveAll(d.dir) }
+		case err == nil && len(entries) == 0 && create:
+			*undo = func() { emptyDir(d.dir) }
+		case err != nil:
+			return nil, nil, fmt.Errorf("--data %s: %w", d.dir, err)
+		case !holdsDatabase(entries):
+			return nil, nil, fmt.Errorf("--data %s: the directory holds no Tabula database", d.dir)
+		}
 		db, err = tabula.Open(d.dir, nil)
+		if err != nil {
+			(*undo)()
+		}
 		return db, nil, err
 	case d.sas != "":
 		c, err := remote.DialSAS(d.sas, nil)
@@ -98,6 +130,36 @@ func (d *dataFlags) target() (db *tabula.DB, svc tabula.ServiceAPI, err error) {
 	}
 	c, err := remote.Dial(d.conn, nil)
 	return nil, c, err
+}
+
+// holdsDatabase says whether a directory's entries are a database's: the store's manifest
+// is among them from the moment it is made.
+func holdsDatabase(entries []os.DirEntry) bool {
+	return slices.ContainsFunc(entries, func(e os.DirEntry) bool { return e.Name() == "MANIFEST" })
+}
+
+// emptyDir removes what a directory holds, leaving it.
+func emptyDir(dir string) {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		os.RemoveAll(filepath.Join(dir, e.Name()))
+	}
+}
+
+// parseArgs parses args by fs, flags before and after the positional arguments alike, and
+// returns the positional ones.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return positional, nil
+		}
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
 }
 
 // checkpointEvery is how many entities pass between the checkpoints a state file records;
@@ -216,8 +278,17 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	d.define(fs)
 	fs.StringVar(&d.filter, "filter", "", "only the entities this OData `$filter` selects")
 	fs.StringVar(&d.account, "account", "", "the account `name` to write in the file for a service's tables (default none, the name \"tabula serve\" reads as its first account's)")
-	namespaces := fs.String("namespaces", "", "with --data, only the tables of these accounts (namespaces), `a,b`; \"\" alone is the first account's")
-	if err := fs.Parse(args); err != nil {
+	var namespaces []string // nil: every namespace
+	fs.Func("namespaces", "with --data, only the tables of these accounts (namespaces), `a,b`; \"\" alone (or an empty name in the list) is the first account's, the root namespace", func(v string) error {
+		for _, ns := range strings.Split(v, ",") {
+			if !slices.Contains(namespaces, ns) {
+				namespaces = append(namespaces, ns)
+			}
+		}
+		return nil
+	})
+	files, err := parseArgs(fs, args)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, exportUsage)
 			fs.SetOutput(stdout)
@@ -227,33 +298,30 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "tabula export: %v\n", err)
 		return 2
 	}
-	if fs.NArg() != 1 {
-		fmt.Fprint(stderr, "tabula export: give one FILE\n")
+	if len(files) != 1 {
+		fmt.Fprintf(stderr, "tabula export: give one FILE (%d given)\n", len(files))
 		return 2
 	}
-	if err := export(ctx, &d, *namespaces, fs.Arg(0), stdout, stderr); err != nil {
+	if err := export(ctx, &d, namespaces, files[0], stdout, stderr); err != nil {
 		fmt.Fprintln(stderr, "tabula export:", message(err))
 		return 1
 	}
 	return 0
 }
 
-func export(ctx context.Context, d *dataFlags, namespaces, file string, stdout, stderr io.Writer) (err error) {
+func export(ctx context.Context, d *dataFlags, namespaces []string, file string, stdout, stderr io.Writer) (err error) {
 	m, err := newMeter(d.progress, stderr)
 	if err != nil {
 		return err
 	}
-	db, svc, err := d.target()
+	db, svc, _, err := d.target(false)
 	if err != nil {
 		return err
 	}
 	if db != nil {
 		defer func() { err = errors.Join(err, db.Close()) }()
 	}
-	opts := &tabula.ExportOptions{Tables: d.tableList(), Filter: d.filter, Account: d.account, ProgressEvery: checkpointEvery}
-	if namespaces != "" {
-		opts.Namespaces = strings.Split(namespaces, ",")
-	}
+	opts := &tabula.ExportOptions{Tables: d.tableList(), Filter: d.filter, Account: d.account, ProgressEvery: checkpointEvery, Namespaces: namespaces}
 	run := func(w io.Writer) error {
 		if db != nil {
 			return db.Export(ctx, w, opts)
@@ -280,7 +348,13 @@ func export(ctx context.Context, d *dataFlags, namespaces, file string, stdout, 
 	if err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, f.Close()) }()
+	checkpointed := false
+	defer func() {
+		err = errors.Join(err, f.Close())
+		if err != nil && resume == nil && !checkpointed {
+			os.Remove(file) // a failed export leaves no file that a resume does not need
+		}
+	}()
 	if resume != nil {
 		fmt.Fprintf(stderr, "Resuming after %d entities (table %q), as %s records.\n", resume.Progress.Entities, resume.Progress.Table, statePath(file))
 		if err := f.Truncate(resume.Offset); err != nil {
@@ -317,6 +391,7 @@ func export(ctx context.Context, d *dataFlags, namespaces, file string, stdout, 
 		if err := writeState(file, state{Progress: p, Offset: off}); err != nil {
 			return err
 		}
+		checkpointed = true
 		if exportHook != nil {
 			exportHook()
 		}
@@ -351,8 +426,10 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	d.define(fs)
 	existing := fs.String("existing", "fail", "what to do with an entity that exists: `fail`, replace, merge or skip")
 	keep := fs.Bool("keep-timestamps", false, "keep the file's Timestamps (and ETags) rather than stamp new ones (--data only)")
-	bestEffort := fs.Bool("best-effort", false, "leave out the lines that cannot be imported, and import the whole tables of a cut file")
-	if err := fs.Parse(args); err != nil {
+	bestEffort := fs.Bool("best-effort", false, "leave out the lines that cannot be imported (and access policies a service refuses), and import the whole tables of a cut file")
+	check := fs.Bool("check", false, "read and check FILE by the import's rules, writing nothing (no --data or service needed)")
+	files, err := parseArgs(fs, args)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, importUsage)
 			fs.SetOutput(stdout)
@@ -362,8 +439,8 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "tabula import: %v\n", err)
 		return 2
 	}
-	if fs.NArg() != 1 {
-		fmt.Fprint(stderr, "tabula import: give one FILE\n")
+	if len(files) != 1 {
+		fmt.Fprintf(stderr, "tabula import: give one FILE (%d given)\n", len(files))
 		return 2
 	}
 	policies := map[string]tabula.Existing{"fail": tabula.ExistingFail, "replace": tabula.ExistingReplace, "merge": tabula.ExistingMerge, "skip": tabula.ExistingSkip}
@@ -373,17 +450,50 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return 2
 	}
 	opts := &tabula.ImportOptions{Existing: policy, KeepTimestamps: *keep, BestEffort: *bestEffort, Tables: d.tableList(), ProgressEvery: checkpointEvery}
-	p, err := importFile(ctx, &d, opts, fs.Arg(0), stderr)
+	file := files[0]
+	var p tabula.Progress
+	if *check {
+		p, err = checkFile(ctx, opts, file)
+	} else {
+		p, err = importFile(ctx, &d, opts, file, stderr)
+	}
 	if err != nil {
-		fmt.Fprintln(stderr, "tabula import:", message(err))
+		fmt.Fprintln(stderr, "tabula import:", importMessage(file, err))
 		return 1
 	}
-	fmt.Fprintf(stdout, "Imported %d tables, %d entities", p.Tables, p.Entities)
+	verb := "Imported"
+	if *check {
+		verb = "Checked"
+	}
+	fmt.Fprintf(stdout, "%s %d tables, %d entities", verb, p.Tables, p.Entities)
 	if p.Skipped > 0 {
-		fmt.Fprintf(stdout, " (%d lines left out)", p.Skipped)
+		fmt.Fprintf(stdout, " (%d left out)", p.Skipped)
 	}
 	fmt.Fprintln(stdout)
 	return 0
+}
+
+// importMessage is an import's error for the command line: a defect of the file names the
+// file, and an entity that exists names the flag that imports it.
+func importMessage(file string, err error) string {
+	msg := message(err)
+	if ie := (*tabula.ImportError)(nil); errors.As(err, &ie) {
+		msg = file + ": " + msg
+	}
+	if errors.Is(err, tabula.ErrEntityAlreadyExists) {
+		msg += " (--existing replace, merge or skip imports it)"
+	}
+	return msg
+}
+
+// checkFile is "tabula import --check".
+func checkFile(ctx context.Context, opts *tabula.ImportOptions, file string) (tabula.Progress, error) {
+	r, _, _, closeFile, err := openInterchange(file)
+	if err != nil {
+		return tabula.Progress{}, err
+	}
+	defer closeFile()
+	return tabula.CheckImport(ctx, r, opts)
 }
 
 // countingReader counts the bytes read, for the time left.
@@ -436,12 +546,17 @@ func importFile(ctx context.Context, d *dataFlags, opts *tabula.ImportOptions, f
 	if size > 0 {
 		m.fraction = func() float64 { return float64(read.n) / float64(size) }
 	}
-	db, svc, err := d.target()
+	db, svc, undo, err := d.target(true)
 	if err != nil {
 		return p, err
 	}
 	if db != nil {
-		defer func() { err = errors.Join(err, db.Close()) }()
+		defer func() {
+			err = errors.Join(err, db.Close())
+			if err != nil {
+				undo()
+			}
+		}()
 		opts.Progress = func(p tabula.Progress) error { m.show(p, false); return nil }
 		p, err = db.Import(ctx, r, opts)
 		if err == nil {
@@ -478,6 +593,22 @@ func importFile(ctx context.Context, d *dataFlags, opts *tabula.ImportOptions, f
 		}
 	}
 	return p, nil
+}
+
+// checkExportPath checks at start that "tabula serve --export-on-exit" will be able to
+// write file, so that a path it cannot write is found while the data is still to come,
+// not at shutdown, when an in-memory database's data goes: it makes and removes a
+// temporary file beside it, as exportOnExit will.
+func checkExportPath(file string) error {
+	if fi, err := os.Stat(file); err == nil && fi.IsDir() {
+		return fmt.Errorf("%s is a directory", file)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(file), filepath.Base(file)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	tmp.Close()
+	return os.Remove(tmp.Name())
 }
 
 // exportOnExit writes the database to file for "tabula serve --export-on-exit", through a
@@ -520,12 +651,28 @@ func exportOnExit(ctx context.Context, db *tabula.DB, file string) (err error) {
 
 // importAtStart loads file into db for "tabula serve --import", replacing the entities
 // that exist and keeping the file's Timestamps, so that a server started from the file it
-// exported on exit serves the same ETags.
-func importAtStart(ctx context.Context, db *tabula.DB, file string) (tabula.Progress, error) {
+// exported on exit serves the same ETags. Each account of the file that the server serves
+// (accounts) lands in the namespace the server serves it from, whatever the order of
+// --accounts; the empty account's (a fixture's, an export of the root namespace) in the
+// root namespace, the first account's unless the directory recorded otherwise; any other
+// in the namespace of its name.
+func importAtStart(ctx context.Context, db *tabula.DB, file string, accounts []string) (tabula.Progress, error) {
+	assigned, _, err := db.AssignNamespaces(ctx, accounts)
+	if err != nil {
+		return tabula.Progress{}, err
+	}
+	opts := &tabula.ImportOptions{Existing: tabula.ExistingReplace, KeepTimestamps: true, Namespaces: map[string]string{}}
+	for account, ns := range assigned {
+		opts.Namespaces[account] = ns.Name()
+	}
 	r, _, _, closeFile, err := openInterchange(file)
 	if err != nil {
 		return tabula.Progress{}, err
 	}
 	defer closeFile()
-	return db.Import(ctx, r, &tabula.ImportOptions{Existing: tabula.ExistingReplace, KeepTimestamps: true})
+	p, err := db.Import(ctx, r, opts)
+	if err != nil {
+		return p, errors.New(importMessage(file, err))
+	}
+	return p, nil
 }

@@ -52,6 +52,11 @@ func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer) (err erro
 		cfg.db.Logger = slog.New(slog.NewTextHandler(stderr, nil))
 	}
 
+	if cfg.exportOnExit != "" {
+		if err := checkExportPath(cfg.exportOnExit); err != nil {
+			return fmt.Errorf("--export-on-exit %s: %w", cfg.exportOnExit, err)
+		}
+	}
 	var db *tabula.DB
 	where := "in memory"
 	if cfg.inMemory {
@@ -62,14 +67,6 @@ func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer) (err erro
 	}
 	if err != nil {
 		return fmt.Errorf("opening the database in %s: %w", where, err)
-	}
-	if cfg.importFile != "" {
-		p, err := importAtStart(ctx, db, cfg.importFile)
-		if err != nil {
-			db.Close()
-			return fmt.Errorf("--import %s: %w", cfg.importFile, err)
-		}
-		fmt.Fprintf(stdout, "Imported %d tables, %d entities from %s.\n", p.Tables, p.Entities, cfg.importFile)
 	}
 	defer func() {
 		if cfg.exportOnExit != "" && err == nil {
@@ -89,6 +86,19 @@ func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer) (err erro
 		PathStyleOnly: cfg.pathStyleOnly, AnyVersion: cfg.anyVersion, AdminKey: cfg.adminKey, Logger: cfg.db.Logger})
 	if err != nil {
 		return err
+	}
+	if cfg.importFile != "" {
+		// After the server has assigned its accounts their namespaces, so that the file's
+		// accounts land where it serves them.
+		var accounts []string
+		for _, a := range h.Accounts() {
+			accounts = append(accounts, a.Name)
+		}
+		p, err := importAtStart(ctx, db, cfg.importFile, accounts)
+		if err != nil {
+			return fmt.Errorf("--import: %w", err)
+		}
+		fmt.Fprintf(stdout, "Imported %d tables, %d entities from %s.\n", p.Tables, p.Entities, cfg.importFile)
 	}
 
 	scheme := "http"
