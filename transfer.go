@@ -36,206 +36,233 @@ func ImportService(ctx context.Context, s ServiceAPI, r io.Reader, opts *ImportO
 		return e.DB.importInto(ctx, r, opts, func(string) string { return "" })
 	}
 	if opts.KeepTimestamps {
-		return Progress{}, ErrInvalidInput.WithDetail("import: a remote service stamps its own Timestamps; KeepTimestamps needs an embedded DB")
+		return Progress{}, ErrInvalidInput.WithDetail("import: a remote service stamps its own Timestamps; keeping the file's needs an embedded DB")
 	}
 	im, err := newImporter(r, opts)
 	if err != nil {
 		return Progress{}, err
 	}
-	resume := 0
+	si := &serviceImport{importer: im, ctx: ctx, s: s, uncertain: opts.Resume != nil}
 	if opts.Resume != nil {
-		resume = opts.Resume.Line
+		si.resume = opts.Resume.Line
 		im.p = *opts.Resume
 	}
-	var (
-		t          TableAPI
-		created    bool
-		skipping   bool
-		actions    []Action
-		lines      []int
-		size       int
-		props      []byte   // the last account line's service properties
-		propsLine  int      //
-		tableStart Progress // the progress before the table in progress
-		// uncertain: the first batch after a resumed line, which the interrupted run may have
-		// written in part after its last Progress (see flush).
-		uncertain = opts.Resume != nil
-	)
-	setProps := func() error {
-		sp, ok := s.(ServicePropertiesAPI)
-		if !ok || props == nil {
-			return nil
-		}
-		if err := sp.SetServiceProperties(ctx, props); err != nil && !unavailable(err) {
-			var ie *ImportError
-			if err = importError(propsLine, "", err); errors.As(err, &ie) {
-				ie.Field = "serviceProperties"
-			}
-			return err
-		}
-		return nil
-	}
-	undo := func(err error) (Progress, error) {
-		// A table this run created goes with a failure, and the progress goes back to the
-		// line before it, so that a resume creates it again; an interrupted run (ctx ended)
-		// keeps it, for the resume to finish.
-		if created && !opts.BestEffort && t != nil && ctx.Err() == nil {
-			if derr := s.DeleteTable(context.WithoutCancel(ctx), t.Name()); derr == nil {
-				im.p = tableStart
-				if opts.Progress != nil {
-					if perr := opts.Progress(im.p); perr != nil {
-						return im.p, errors.Join(err, perr)
-					}
-				}
-			}
-		}
-		if opts.BestEffort && ctx.Err() == nil {
-			if perr := setProps(); perr != nil {
-				return im.p, perr
-			}
-		}
-		return im.p, err
-	}
-	flush := func() error {
-		if len(actions) == 0 {
-			return nil
-		}
-		defer func() { actions, lines, size, uncertain = actions[:0], lines[:0], 0, false }()
-		results, err := SubmitBulk(ctx, t, actions)
-		if err == nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		// Apply the failed transactions' actions one at a time, to find the lines at fault
-		// and to leave out the entities a policy or best effort leaves out.
-		for _, r := range results {
-			if r.Err == nil {
-				continue
-			}
-			for _, i := range r.Actions {
-				_, err := t.SubmitTransaction(ctx, actions[i:i+1])
-				if err == nil {
-					continue
-				}
-				if opts.Existing == ExistingSkip && errors.Is(err, ErrEntityAlreadyExists) {
-					im.p.Skipped++
-					im.p.Entities--
-					im.p.TableEntities--
-					continue
-				}
-				if uncertain && errors.Is(err, ErrEntityAlreadyExists) && writtenAlready(ctx, t, &actions[i].Entity) {
-					continue // the interrupted run's write, after its last Progress
-				}
-				if opts.BestEffort && isServiceError(err) {
-					im.p.Skipped++
-					im.p.Entities--
-					im.p.TableEntities--
-					continue
-				}
-				return importError(lines[i], "", err)
-			}
-		}
-		return nil
-	}
+	return si.run()
+}
+
+// serviceImport is one ImportService into a remote service.
+type serviceImport struct {
+	*importer
+	ctx        context.Context
+	s          ServiceAPI
+	resume     int // the line a resumed import continues after
+	t          TableAPI
+	created    bool // this run created t
+	skipping   bool
+	actions    []Action
+	lines      []int
+	size       int
+	props      []byte   // the last account line's service properties
+	propsLine  int      //
+	tableStart Progress // the progress before the table in progress
+	// uncertain: the first batch after a resumed line, which the interrupted run may have
+	// written in part after its last Progress (see flush).
+	uncertain bool
+}
+
+func (si *serviceImport) run() (Progress, error) {
 	for {
-		rec, err := im.dec.Next()
+		rec, err := si.dec.Next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			if opts.BestEffort && skippable(err) {
-				im.p.Skipped++
+			if si.opts.BestEffort && skippable(err) {
+				si.p.Skipped++
 				continue
 			}
-			return undo(readError(im.p.Line, err))
+			return si.undo(readError(si.p.Line, err))
 		}
-		if rec.Kind == wire.RecordAccount && rec.ServiceProperties != nil {
-			if err := checkServiceProperties(&rec); err != nil {
-				return undo(err)
-			}
-			props, propsLine = rec.ServiceProperties, rec.Line
+		if err := si.record(&rec); err != nil {
+			return si.undo(err)
 		}
-		if rec.Line <= resume {
-			if rec.Kind == wire.RecordTable {
-				t, skipping = s.Table(rec.Table), !im.wanted(rec.Table)
-			}
+	}
+	return si.p, si.setProps()
+}
+
+func (si *serviceImport) record(rec *wire.Record) error {
+	if rec.Kind == wire.RecordAccount && rec.ServiceProperties != nil {
+		if err := checkServiceProperties(rec); err != nil {
+			return err
+		}
+		si.props, si.propsLine = rec.ServiceProperties, rec.Line
+	}
+	if rec.Line <= si.resume {
+		if rec.Kind == wire.RecordTable {
+			si.t, si.skipping = si.s.Table(rec.Table), !si.wanted(rec.Table)
+		}
+		return nil
+	}
+	switch rec.Kind {
+	case wire.RecordTable:
+		return si.beginTable(rec)
+	case wire.RecordEntity:
+		if !si.skipping {
+			return si.entity(rec)
+		}
+	case wire.RecordTableEnd:
+		if si.skipping {
+			si.skipping = false
+			return nil
+		}
+		if err := si.flush(); err != nil {
+			return err
+		}
+		si.p.Line = rec.Line
+		si.p.Tables++
+		si.p.InTable = false
+		si.created = false
+		return si.progress()
+	}
+	return nil
+}
+
+func (si *serviceImport) beginTable(rec *wire.Record) error {
+	if si.skipping = !si.wanted(rec.Table); si.skipping {
+		return nil
+	}
+	si.tableStart = si.p
+	si.tableStart.Line = rec.Line - 1
+	var err error
+	si.created = true
+	if si.t, err = si.s.CreateTable(si.ctx, rec.Table); errors.Is(err, ErrTableAlreadyExists) {
+		si.t, si.created = si.s.Table(rec.Table), false
+	} else if err != nil {
+		si.created = false
+		return importError(rec.Line, "", err)
+	}
+	if err := setPolicies(si.ctx, si.t, rec, si.opts.BestEffort); err != nil {
+		return err
+	}
+	si.p.Account, si.p.Table, si.p.InTable, si.p.TableEntities = rec.Account, rec.Table, true, 0
+	return nil
+}
+
+func (si *serviceImport) entity(rec *wire.Record) error {
+	e, _, err := entityOf(&rec.Entity)
+	if err != nil {
+		if si.opts.BestEffort {
+			si.p.Skipped++
+			return nil
+		}
+		return importError(rec.Line, rec.Path, err)
+	}
+	var a Action
+	switch si.opts.Existing {
+	case ExistingReplace:
+		a = UpsertAction(e, Replace)
+	case ExistingMerge:
+		a = UpsertAction(e, Merge)
+	default:
+		a = InsertAction(e)
+	}
+	si.actions, si.lines = append(si.actions, a), append(si.lines, rec.Line)
+	si.size += EntitySize(&e)
+	si.p.Entities++
+	si.p.TableEntities++
+	if len(si.actions) < importBatchEntities && si.size < importBatchBytes {
+		return nil
+	}
+	if err := si.flush(); err != nil {
+		return err
+	}
+	si.p.Line = rec.Line
+	return si.progress()
+}
+
+// flush writes the batch in transactions of one partition (SubmitBulk); the actions of a
+// transaction that fails are applied one at a time, to find the line at fault and to
+// leave out the entities a policy or best effort leaves out.
+func (si *serviceImport) flush() error {
+	if len(si.actions) == 0 {
+		return nil
+	}
+	defer func() { si.actions, si.lines, si.size, si.uncertain = si.actions[:0], si.lines[:0], 0, false }()
+	results, err := SubmitBulk(si.ctx, si.t, si.actions)
+	if err == nil {
+		return nil
+	}
+	if si.ctx.Err() != nil {
+		return si.ctx.Err()
+	}
+	for _, r := range results {
+		if r.Err == nil {
 			continue
 		}
-		switch rec.Kind {
-		case wire.RecordTable:
-			skipping = !im.wanted(rec.Table)
-			if skipping {
-				continue
-			}
-			tableStart = im.p
-			tableStart.Line = rec.Line - 1
-			created = true
-			if t, err = s.CreateTable(ctx, rec.Table); errors.Is(err, ErrTableAlreadyExists) {
-				t, created = s.Table(rec.Table), false
-			} else if err != nil {
-				return undo(importError(rec.Line, "", err))
-			}
-			if err := setPolicies(ctx, t, &rec, opts.BestEffort); err != nil {
-				return undo(err)
-			}
-			im.p.Account, im.p.Table, im.p.InTable, im.p.TableEntities = rec.Account, rec.Table, true, 0
-		case wire.RecordEntity:
-			if skipping {
-				continue
-			}
-			e, _, err := entityOf(&rec.Entity)
-			if err != nil {
-				if opts.BestEffort {
-					im.p.Skipped++
-					continue
-				}
-				return undo(importError(rec.Line, rec.Path, err))
-			}
-			var a Action
-			switch opts.Existing {
-			case ExistingReplace:
-				a = UpsertAction(e, Replace)
-			case ExistingMerge:
-				a = UpsertAction(e, Merge)
-			default:
-				a = InsertAction(e)
-			}
-			actions, lines = append(actions, a), append(lines, rec.Line)
-			size += EntitySize(&e)
-			im.p.Entities++
-			im.p.TableEntities++
-			if len(actions) >= importBatchEntities || size >= importBatchBytes {
-				if err := flush(); err != nil {
-					return undo(err)
-				}
-				im.p.Line = rec.Line
-				if err := im.progress(); err != nil {
-					return undo(err)
-				}
-			}
-		case wire.RecordTableEnd:
-			if skipping {
-				skipping = false
-				continue
-			}
-			if err := flush(); err != nil {
-				return undo(err)
-			}
-			im.p.Line = rec.Line
-			im.p.Tables++
-			im.p.InTable = false
-			created = false
-			if err := im.progress(); err != nil {
-				return undo(err)
+		for _, i := range r.Actions {
+			if err := si.one(i); err != nil {
+				return err
 			}
 		}
 	}
-	if err := setProps(); err != nil {
-		return im.p, err
+	return nil
+}
+
+// one applies action i of the batch alone.
+func (si *serviceImport) one(i int) error {
+	_, err := si.t.SubmitTransaction(si.ctx, si.actions[i:i+1])
+	switch {
+	case err == nil:
+	case si.uncertain && errors.Is(err, ErrEntityAlreadyExists) && writtenAlready(si.ctx, si.t, &si.actions[i].Entity):
+		// the interrupted run's write, after its last Progress
+	case si.opts.Existing == ExistingSkip && errors.Is(err, ErrEntityAlreadyExists),
+		si.opts.BestEffort && isServiceError(err):
+		si.p.Skipped++
+		si.p.Entities--
+		si.p.TableEntities--
+	default:
+		return importError(si.lines[i], "", err)
 	}
-	return im.p, nil
+	return nil
+}
+
+// undo ends a failed import. A table this run created goes with a failure, and the
+// progress goes back to the line before it, so that a resume creates it again; an
+// interrupted run (ctx ended) keeps it, for the resume to finish.
+func (si *serviceImport) undo(err error) (Progress, error) {
+	ctx, opts := si.ctx, si.opts
+	if si.created && !opts.BestEffort && ctx.Err() == nil {
+		if derr := si.s.DeleteTable(context.WithoutCancel(ctx), si.t.Name()); derr == nil {
+			si.p = si.tableStart
+			if opts.Progress != nil {
+				if perr := opts.Progress(si.p); perr != nil {
+					return si.p, errors.Join(err, perr)
+				}
+			}
+		}
+	}
+	if opts.BestEffort && ctx.Err() == nil {
+		if perr := si.setProps(); perr != nil {
+			return si.p, perr
+		}
+	}
+	return si.p, err
+}
+
+// setProps sets the file's service properties, where the service takes them.
+func (si *serviceImport) setProps() error {
+	sp, ok := si.s.(ServicePropertiesAPI)
+	if !ok || si.props == nil {
+		return nil
+	}
+	if err := sp.SetServiceProperties(si.ctx, si.props); err != nil && !unavailable(err) {
+		var ie *ImportError
+		if err = importError(si.propsLine, "", err); errors.As(err, &ie) {
+			ie.Field = "serviceProperties"
+		}
+		return err
+	}
+	return nil
 }
 
 // setPolicies sets the access policies a table line of the file gives on t, where its
