@@ -96,35 +96,22 @@ func (db *DB) loadClock() error {
 // namespace.
 func newestStoredTicks(tx *storage.Txn) (int64, error) {
 	var newest int64
-	for _, prefix := range []byte{prefixEntity, prefixTable, prefixNamespaceTable} {
-		it := tx.Scan([]byte{prefix}, []byte{prefix + 1})
-		err := func() error {
-			defer it.Close()
-			for it.Next() {
-				err := it.Value(func(v []byte) error {
-					var ticks int64
-					var err error
-					if prefix == prefixEntity {
-						ticks, err = recordTicks(v)
-					} else {
-						var rec tableRecord
-						rec, err = decodeTableRecord(v)
-						ticks = rec.Created
-					}
-					newest = max(newest, ticks)
-					return err
-				})
-				if err != nil {
-					return err
-				}
-			}
-			return nil
-		}()
-		if err != nil {
+	it := tx.Scan([]byte{prefixEntity}, []byte{prefixEntity + 1})
+	defer it.Close()
+	for it.Next() {
+		if err := it.Value(func(v []byte) error {
+			ticks, err := recordTicks(v)
+			newest = max(newest, ticks)
+			return err
+		}); err != nil {
 			return 0, err
 		}
 	}
-	return newest, nil
+	err := everyTable(tx, nil, func(_ string, rec tableRecord) error {
+		newest = max(newest, rec.Created)
+		return nil
+	})
+	return newest, err
 }
 
 // saveClock replaces the persisted reservation with the last Timestamp handed out, so that

@@ -3,7 +3,6 @@ package tabula
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"io"
 	"runtime"
 	"slices"
@@ -332,28 +331,4 @@ func (x *exporter) scan(ctx context.Context, tx *storage.Txn, id uint64, pred *o
 		}
 	}
 	return nil
-}
-
-// namespacesIn lists the namespaces in tx that have a table or service properties, the
-// root namespace first.
-func namespacesIn(tx *storage.Txn) ([]string, error) {
-	seen := map[string]bool{"": true}
-	out := []string{""}
-	for _, prefix := range []byte{prefixNamespaceTable, prefixProperties} {
-		it := tx.Scan([]byte{prefix}, []byte{prefix + 1})
-		for it.Next() {
-			name, _, _, err := storage.NextPart(it.Key()[1:])
-			if err != nil {
-				it.Close()
-				return nil, errCorrupt(fmt.Sprintf("namespace key %x: %v", it.Key(), err))
-			}
-			if !seen[name] {
-				seen[name] = true
-				out = append(out, name)
-			}
-		}
-		it.Close()
-	}
-	slices.Sort(out[1:])
-	return out, nil
 }

@@ -302,19 +302,11 @@ func scanSnapshot[T any](ctx context.Context, s *Snapshot, lower, upper []byte, 
 func (s *Snapshot) Tables(ctx context.Context) iter.Seq2[SnapshotTable, error] {
 	return func(yield func(SnapshotTable, error) bool) {
 		decode := func(key, v []byte) (SnapshotTable, bool, error) {
-			rec, err := decodeTableRecord(v)
+			ns, rec, err := decodeCatalogEntry(key, v)
 			if err != nil {
 				return SnapshotTable{}, false, err
 			}
-			t := SnapshotTable{TableInfo: TableInfo{Name: rec.Name, Created: timeOfTicks(rec.Created)}, id: rec.ID}
-			if key[0] == prefixNamespaceTable {
-				ns, _, _, err := storage.NextPart(key[1:])
-				if err != nil {
-					return SnapshotTable{}, false, errCorrupt("catalog key: " + err.Error())
-				}
-				t.Namespace = ns
-			}
-			return t, true, nil
+			return SnapshotTable{TableInfo: TableInfo{Name: rec.Name, Created: timeOfTicks(rec.Created)}, Namespace: ns, id: rec.ID}, true, nil
 		}
 		for _, prefix := range []byte{prefixTable, prefixNamespaceTable} {
 			for t, err := range scanSnapshot(ctx, s, []byte{prefix}, []byte{prefix + 1}, decode) {
