@@ -34,8 +34,10 @@ import (
 // A fixture is one JSON document that maps table names to arrays of entities, each in the
 // service's JSON (the form of an Insert Entity body, "Units@odata.type":"Edm.Int64" where
 // JSON alone would lose a type), with no header, counts or Timestamps; its tables go to the
-// root namespace, and its errors name the line and the JSON path ($.Orders[3].Units). A
-// file whose first line is not an interchange file's header is read as a fixture.
+// root namespace (the account ""), but those of an account's object ({"shop": {"Orders":
+// […]}}) to the account's namespace, as an interchange file's; its errors name the line and
+// the JSON path ($.Orders[3].Units). A file whose first line is not an interchange file's
+// header is read as a fixture.
 func (db *DB) Import(ctx context.Context, r io.Reader, opts *ImportOptions) (Progress, error) {
 	if opts == nil {
 		opts = &ImportOptions{}

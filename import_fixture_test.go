@@ -69,8 +69,8 @@ func TestImportFixture(t *testing.T) {
 func TestImportFixtureErrors(t *testing.T) {
 	ctx := context.Background()
 	for doc, want := range map[string]string{
-		`[]`:             `line 1: $: a fixture is a JSON object`,
-		`{"Orders": {}}`: `line 1: $.Orders: must be an array of entities`,
+		`[]`:            `line 1: $: a fixture is a JSON object`,
+		`{"Orders": 5}`: `line 1: $.Orders: must be an array of entities, or an account's object of tables`,
 		"{\"Orders\": [\n{\"PartitionKey\":\"p\"}]}": `line 2: $.Orders[0]: an entity must carry both PartitionKey and RowKey`,
 		"{\"Orders\": [{\"PartitionKey\":\"p\",\"RowKey\":\"1\"},\n {\"PartitionKey\":\"p\",\"RowKey\":\"2\",\n \"N@odata.type\":\"Edm.Int64\",\"N\":\"x\"}]}": `line 2: $.Orders[1]: property "N"`,
 		"{\"Orders\": [\n{\"PartitionKey\":\"p\",\"RowKey\":\"1\",\"1x\":1}]}":                                                                                 `line 2: $.Orders[0]: `,
@@ -89,5 +89,19 @@ func TestImportFixtureErrors(t *testing.T) {
 		page, err := db.ListTables(ctx, TableQuery{})
 		require.NoError(t, err)
 		assert.Empty(t, page.Tables, "a failed import leaves nothing: %s", doc)
+	}
+}
+
+// A fixture's accounts go to their namespaces, by ImportOptions.Namespaces or their names.
+func TestImportFixtureAccounts(t *testing.T) {
+	ctx := context.Background()
+	db := openStore(t, nil)
+	doc := `{"Top": [{"PartitionKey":"p","RowKey":"top"}], "shop": {"Top": [{"PartitionKey":"p","RowKey":"shop"}]}, "audit": {"Top": [{"PartitionKey":"p","RowKey":"audit"}]}}`
+	p, err := db.Import(ctx, strings.NewReader(doc), &ImportOptions{Namespaces: map[string]string{"audit": "ns1"}})
+	require.NoError(t, err)
+	assert.EqualValues(t, 3, p.Tables)
+	for ns, rk := range map[string]string{"": "top", "shop": "shop", "ns1": "audit"} {
+		_, err := db.Namespace(ns).Table("Top").Get(ctx, "p", rk)
+		assert.NoError(t, err, ns)
 	}
 }

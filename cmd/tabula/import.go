@@ -24,6 +24,9 @@ Timestamps, for instance
   {"Orders": [{"PartitionKey": "alice", "RowKey": "1", "Total": 12.5,
                "Units@odata.type": "Edm.Int64", "Units": "42"}]}
 
+(the tables of the account ""; another account's go in an object of its name, in place of
+the arrays: {"shop": {"Orders": […]}}).
+
 Into a data directory the import is all or nothing, into new tables and tables that exist
 alike, through a bad line, a cut file or a kill: nothing is visible until the whole file has
 been read and checked, and then every table at once; the error names the file, the line,

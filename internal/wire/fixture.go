@@ -26,6 +26,11 @@ import (
 //	  "Empty": []
 //	}
 //
+// Tables of several accounts (for a server that serves several) go in an object per
+// account, in place of the arrays: {"shop": {"Orders": […]}, "audit": {"Events": […]}}; a
+// table beside them, an array at the top, is the account "" (a database's root namespace,
+// the first account's on a server).
+//
 // A file's kind is told by its first line: an interchange file starts with its header
 // line ({"@tabula":"export",…}), so anything else is read as a fixture. A defect is a
 // *FormatError naming the line and the JSON path of the value at fault ($.Orders[0].Units).
@@ -53,16 +58,19 @@ const MaxFixtureEntity = MaxInterchangeLine
 
 // FixtureDecoder reads a fixture (see NewRecords for the format), yielding the records an
 // interchange file of the same tables would: for each table a RecordTable, its entities and
-// a RecordTableEnd, all of the account "" (a database's root namespace). It holds one
-// entity at a time.
+// a RecordTableEnd, of its account ("" for a table at the top). It holds one entity at a
+// time.
 type FixtureDecoder struct {
 	lines *lineCounter
 	dec   *json.Decoder
 	state int // fixtureStart, fixtureTables, fixtureEntities, fixtureDone
-	table string
-	index int // of the next entity in the table's array
-	queue []Record
-	err   error
+	// account is the account whose object is being read, inAccount whether one is.
+	account   string
+	inAccount bool
+	table     string
+	index     int // of the next entity in the table's array
+	queue     []Record
+	err       error
 }
 
 const (
@@ -171,6 +179,10 @@ func (d *FixtureDecoder) step() error {
 			if _, err := d.dec.Token(); err != nil { // the closing brace
 				return d.syntax(err, "$")
 			}
+			if d.inAccount {
+				d.account, d.inAccount = "", false
+				return nil
+			}
 			if tok, err := d.dec.Token(); err != io.EOF {
 				if err != nil {
 					return d.syntax(err, "$")
@@ -186,24 +198,32 @@ func (d *FixtureDecoder) step() error {
 		}
 		name := tok.(string) // an object's keys are strings
 		start := d.dec.InputOffset()
-		path := "$." + name
+		path := d.path(name)
 		tok, err = d.dec.Token()
 		if err != nil {
 			return d.syntax(err, path)
 		}
+		if tok == json.Delim('{') && !d.inAccount {
+			d.account, d.inAccount = name, true
+			return nil
+		}
 		if tok != json.Delim('[') {
-			return d.fail(start, path, "must be an array of entities", false)
+			rule := "must be an array of entities, or an account's object of tables"
+			if d.inAccount {
+				rule = "must be an array of entities"
+			}
+			return d.fail(start, path, rule, false)
 		}
 		d.table, d.index = name, 0
-		d.queue = append(d.queue, Record{Kind: RecordTable, Line: d.lines.line(start), Table: name, Path: path})
+		d.queue = append(d.queue, Record{Kind: RecordTable, Line: d.lines.line(start), Account: d.account, Table: name, Path: path})
 		d.state = fixtureEntities
 	case fixtureEntities:
-		path := "$." + d.table
+		path := d.path(d.table)
 		if !d.dec.More() {
 			if _, err := d.dec.Token(); err != nil { // the closing bracket
 				return d.syntax(err, path)
 			}
-			d.queue = append(d.queue, Record{Kind: RecordTableEnd, Line: d.lines.line(d.dec.InputOffset() - 1), Table: d.table, Entities: int64(d.index), Path: path})
+			d.queue = append(d.queue, Record{Kind: RecordTableEnd, Line: d.lines.line(d.dec.InputOffset() - 1), Account: d.account, Table: d.table, Entities: int64(d.index), Path: path})
 			d.state = fixtureTables
 			return nil
 		}
@@ -266,5 +286,13 @@ func (d *FixtureDecoder) entity(raw []byte, start int64, path string) (Record, e
 		}
 		e.Timestamp = t
 	}
-	return Record{Kind: RecordEntity, Line: d.lines.line(start), Table: d.table, Entity: e, Path: path}, nil
+	return Record{Kind: RecordEntity, Line: d.lines.line(start), Account: d.account, Table: d.table, Entity: e, Path: path}, nil
+}
+
+// path is the JSON path of the member name of the object being read.
+func (d *FixtureDecoder) path(name string) string {
+	if d.inAccount {
+		return "$." + d.account + "." + name
+	}
+	return "$." + name
 }

@@ -62,6 +62,23 @@ func TestFixtureRecords(t *testing.T) {
 	assert.Equal(t, "r", rec.Entity.RowKey)
 }
 
+// Tables of several accounts: an object per account, beside the top's tables (account "").
+func TestFixtureAccounts(t *testing.T) {
+	doc := `{"Top": [], "shop": {"Orders": [{"PartitionKey":"p","RowKey":"r"}]}, "audit": {"Events": []}}`
+	recs, err := records(NewRecords(strings.NewReader(doc)))
+	require.NoError(t, err)
+	var got []string
+	for _, r := range recs {
+		if r.Kind != RecordTableEnd {
+			got = append(got, r.Account+"/"+r.Table+" "+r.Path)
+		}
+	}
+	assert.Equal(t, []string{"/Top $.Top", "shop/Orders $.shop.Orders", "shop/Orders $.shop.Orders[0]", "audit/Events $.audit.Events"}, got)
+
+	_, err = records(NewRecords(strings.NewReader(`{"shop": {"Orders": {}}}`)))
+	assert.ErrorContains(t, err, "line 1: $.shop.Orders: must be an array of entities")
+}
+
 func FuzzFixtureDecoder(f *testing.F) {
 	for _, seed := range []string{
 		`{"Orders":[{"PartitionKey":"p","RowKey":"r","N@odata.type":"Edm.Int64","N":"5"}],"Empty":[]}`,
@@ -71,6 +88,8 @@ func FuzzFixtureDecoder(f *testing.F) {
 		`[]`,
 		`{"T":[1,"x",null]}`,
 		`{"T":[{"PartitionKey":"p","RowKey":"r"}]} trailing`,
+		`{"a":{"T":[{"PartitionKey":"p","RowKey":"r"}]},"U":[],"b":{}}`,
+		`{"a":{"b":{}}}`,
 		`{"T":[{"PartitionKey":"p",`,
 		``,
 	} {
