@@ -78,7 +78,7 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		p, err = importFile(ctx, &d, opts, file, stderr)
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "tabula import:", importMessage(file, err))
+		fmt.Fprintln(stderr, "tabula import:", importMessage(file, err, true))
 		return 1
 	}
 	verb := "Imported"
@@ -94,14 +94,20 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 }
 
 // importMessage is an import's error for the command line: a defect of the file names the
-// file, and an entity that exists names the flag that imports it.
-func importMessage(file string, err error) string {
+// file, and, where a flag changes the outcome, the flag (flags: those of the command that
+// ran it; serve --import has none of them).
+func importMessage(file string, err error, flags bool) string {
 	msg := message(err)
-	if ie := (*tabula.ImportError)(nil); errors.As(err, &ie) {
+	ie := (*tabula.ImportError)(nil)
+	if errors.As(err, &ie) {
 		msg = file + ": " + msg
 	}
-	if errors.Is(err, tabula.ErrEntityAlreadyExists) {
+	switch {
+	case !flags || ie == nil:
+	case errors.Is(err, tabula.ErrEntityAlreadyExists):
 		msg += " (--existing replace, merge or skip imports it)"
+	case ie.Truncated:
+		msg += " (--best-effort imports the tables whole before the cut)"
 	}
 	return msg
 }
@@ -201,7 +207,7 @@ func importAtStart(ctx context.Context, db *tabula.DB, file string, accounts []s
 	defer closeFile()
 	p, err := db.Import(ctx, r, opts)
 	if err != nil {
-		return p, errors.New(importMessage(file, err))
+		return p, errors.New(importMessage(file, err, false))
 	}
 	return p, nil
 }
