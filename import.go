@@ -401,6 +401,9 @@ func (l *loader) publish(staged []*stagedTable) (err error) {
 	db := l.db
 	published := false
 	defer func() {
+		if !published {
+			l.bulk.Cancel() // no copy may land after the drops below
+		}
 		for _, t := range staged {
 			if t.replaces != nil {
 				if published {
