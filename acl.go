@@ -41,11 +41,8 @@ func (t *Table) AccessPolicies(ctx context.Context) ([]AccessPolicy, error) {
 	var out []AccessPolicy
 	err := t.read(ctx, func(ot *openTable) error {
 		out = nil
-		return t.db.view(ctx, func(tx *storage.Txn) error {
-			_, err := tx.Get(aclKey(ot.rec.ID), func(v []byte) (err error) {
-				out, err = decodeAccessPolicies(v)
-				return err
-			})
+		return t.db.view(ctx, func(tx *storage.Txn) (err error) {
+			out, err = readAccessPolicies(tx, ot.rec.ID)
 			return err
 		})
 	})
@@ -60,10 +57,6 @@ func (t *Table) SetAccessPolicies(ctx context.Context, policies []AccessPolicy) 
 	if err != nil {
 		return err
 	}
-	doc, err := msgpack.Marshal(stored)
-	if err != nil {
-		return ErrInternal.WithDetail("encoding access policies: %v", err)
-	}
 	ot, err := t.acquire(ctx)
 	if err != nil {
 		return err
@@ -75,11 +68,41 @@ func (t *Table) SetAccessPolicies(ctx context.Context, policies []AccessPolicy) 
 		if err != nil {
 			return err
 		}
-		if len(stored) == 0 {
-			return tx.Delete(aclKey(rec.ID))
-		}
-		return tx.Set(aclKey(rec.ID), doc)
+		return putStoredPolicies(tx, rec.ID, stored)
 	})
+}
+
+// putAccessPolicies writes the access policies of table id in tx, after checking them by
+// the service's rules (see SetAccessPolicies).
+func putAccessPolicies(tx *storage.Txn, id uint64, policies []AccessPolicy) error {
+	stored, err := storedPolicies(policies)
+	if err != nil {
+		return err
+	}
+	return putStoredPolicies(tx, id, stored)
+}
+
+// putStoredPolicies writes the stored access policies of table id in tx; none deletes
+// the record.
+func putStoredPolicies(tx *storage.Txn, id uint64, stored []storedPolicy) error {
+	if len(stored) == 0 {
+		return tx.Delete(aclKey(id))
+	}
+	doc, err := msgpack.Marshal(stored)
+	if err != nil {
+		return ErrInternal.WithDetail("encoding access policies: %v", err)
+	}
+	return tx.Set(aclKey(id), doc)
+}
+
+// readAccessPolicies reads the access policies of table id in tx (nil for none).
+func readAccessPolicies(tx *storage.Txn, id uint64) ([]AccessPolicy, error) {
+	var out []AccessPolicy
+	_, err := tx.Get(aclKey(id), func(v []byte) (err error) {
+		out, err = decodeAccessPolicies(v)
+		return err
+	})
+	return out, err
 }
 
 // storedPolicies checks policies by the service's rules and converts them to their stored
@@ -115,4 +138,24 @@ func storedPolicies(policies []AccessPolicy) ([]storedPolicy, error) {
 		stored = append(stored, sp)
 	}
 	return stored, nil
+}
+
+// decodeAccessPolicies decodes a table's stored access policies.
+func decodeAccessPolicies(v []byte) ([]AccessPolicy, error) {
+	var stored []storedPolicy
+	if err := msgpack.Unmarshal(v, &stored); err != nil {
+		return nil, errCorrupt("access policies: " + err.Error())
+	}
+	out := make([]AccessPolicy, 0, len(stored))
+	for _, p := range stored {
+		ap := AccessPolicy{ID: p.ID, Permission: p.Permission}
+		if p.Start != 0 {
+			ap.Start = timeOfTicks(p.Start)
+		}
+		if p.Expiry != 0 {
+			ap.Expiry = timeOfTicks(p.Expiry)
+		}
+		out = append(out, ap)
+	}
+	return out, nil
 }

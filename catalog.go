@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"iter"
+	"slices"
 	"strings"
 	"time"
 
@@ -90,27 +92,122 @@ func (n *Namespace) CreateTable(ctx context.Context, name string) (*Table, error
 		if found {
 			return ErrTableAlreadyExists.WithDetail("table %q already exists", name)
 		}
-		var next uint64 = 1
-		if _, err := tx.Get(nextTableIDKey, func(v []byte) error {
-			next = binary.BigEndian.Uint64(v)
-			return nil
-		}); err != nil {
+		id, err := allocateTableID(tx)
+		if err != nil {
 			return err
 		}
 		created, err := db.stamp()
 		if err != nil {
 			return err
 		}
-		rec := tableRecord{ID: next, Name: name, Created: created}.encode()
-		if err := tx.Set(nextTableIDKey, binary.BigEndian.AppendUint64(nil, next+1)); err != nil {
-			return err
-		}
-		return tx.Set(key, rec)
+		return putTable(tx, n.name, tableRecord{ID: id, Name: name, Created: created})
 	})
 	if err != nil {
 		return nil, err
 	}
 	return n.Table(name), nil
+}
+
+// allocateTableID takes the next table ID in tx. IDs are never reused (see keys.go).
+func allocateTableID(tx *storage.Txn) (uint64, error) {
+	var id uint64 = 1
+	if _, err := tx.Get(nextTableIDKey, func(v []byte) error {
+		id = binary.BigEndian.Uint64(v)
+		return nil
+	}); err != nil {
+		return 0, err
+	}
+	return id, tx.Set(nextTableIDKey, binary.BigEndian.AppendUint64(nil, id+1))
+}
+
+// putTable writes rec as the catalog entry of its name in namespace ns: a new table, or,
+// over an entry of another ID, the same table with new data (an import's publish).
+func putTable(tx *storage.Txn, ns string, rec tableRecord) error {
+	return tx.Set(catalogKey(ns, rec.Name), rec.encode())
+}
+
+// decodeCatalogEntry decodes a catalog key and its record: the table's namespace and entry.
+func decodeCatalogEntry(key, v []byte) (ns string, rec tableRecord, err error) {
+	if rec, err = decodeTableRecord(v); err != nil {
+		return "", rec, err
+	}
+	if key[0] == prefixNamespaceTable {
+		if ns, _, _, err = storage.NextPart(key[1:]); err != nil {
+			return "", rec, errCorrupt("catalog key: " + err.Error())
+		}
+	}
+	return ns, rec, nil
+}
+
+// everyTable calls fn with each table of the catalog in tx, of every namespace (the
+// root's first, then the others in name order, each in name order), or of namespace
+// *only when only is not nil.
+func everyTable(tx *storage.Txn, only *string, fn func(ns string, rec tableRecord) error) error {
+	for _, prefix := range []byte{prefixTable, prefixNamespaceTable} {
+		lower, upper := []byte{prefix}, []byte{prefix + 1}
+		if only != nil {
+			if (*only == "") != (prefix == prefixTable) {
+				continue
+			}
+			lower, upper = catalogBounds(*only)
+		}
+		if err := eachCatalogEntry(tx, lower, upper, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func eachCatalogEntry(tx *storage.Txn, lower, upper []byte, fn func(ns string, rec tableRecord) error) error {
+	it := tx.Scan(lower, upper)
+	defer it.Close()
+	for it.Next() {
+		key := it.Key()
+		if err := it.Value(func(v []byte) error {
+			ns, rec, err := decodeCatalogEntry(key, v)
+			if err != nil {
+				return err
+			}
+			return fn(ns, rec)
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// namespacesIn lists the namespaces in tx that have a table or service properties, the
+// root namespace first.
+func namespacesIn(tx *storage.Txn) ([]string, error) {
+	seen := map[string]bool{"": true}
+	out := []string{""}
+	for _, prefix := range []byte{prefixNamespaceTable, prefixProperties} {
+		it := tx.Scan([]byte{prefix}, []byte{prefix + 1})
+		for it.Next() {
+			name, _, _, err := storage.NextPart(it.Key()[1:])
+			if err != nil {
+				it.Close()
+				return nil, errCorrupt(fmt.Sprintf("namespace key %x: %v", it.Key(), err))
+			}
+			if !seen[name] {
+				seen[name] = true
+				out = append(out, name)
+			}
+		}
+		it.Close()
+	}
+	slices.Sort(out[1:])
+	return out, nil
+}
+
+// catalogTables returns the catalog entries of namespace ns in tx, in name order.
+func catalogTables(tx *storage.Txn, ns string) ([]tableRecord, error) {
+	var out []tableRecord
+	err := everyTable(tx, &ns, func(_ string, rec tableRecord) error {
+		out = append(out, rec)
+		return nil
+	})
+	return out, err
 }
 
 // DeleteTable deletes a table and all its entities. A missing table gives ResourceNotFound,

@@ -97,39 +97,27 @@ func (db *DB) loadClock() error {
 // namespace.
 func newestStoredTicks(tx *storage.Txn) (int64, error) {
 	var newest int64
-	for _, prefix := range []byte{prefixEntity, prefixTable, prefixNamespaceTable} {
-		it := tx.Scan([]byte{prefix}, []byte{prefix + 1})
-		err := func() error {
-			defer it.Close()
-			for it.Next() {
-				err := it.Value(func(v []byte) error {
-					var ticks int64
-					var err error
-					if prefix == prefixEntity {
-						ticks, err = recordTicks(v)
-					} else {
-						var rec tableRecord
-						rec, err = decodeTableRecord(v)
-						ticks = rec.Created
-					}
-					newest = max(newest, ticks)
-					return err
-				})
-				if errors.Is(err, storage.ErrDamaged) {
-					// Its reads fail until it is written again; the rest still sets the clock.
-					continue
-				}
-				if err != nil {
-					return err
-				}
-			}
-			return nil
-		}()
+	it := tx.Scan([]byte{prefixEntity}, []byte{prefixEntity + 1})
+	defer it.Close()
+	for it.Next() {
+		err := it.Value(func(v []byte) error {
+			ticks, err := recordTicks(v)
+			newest = max(newest, ticks)
+			return err
+		})
+		if errors.Is(err, storage.ErrDamaged) {
+			// Its reads fail until it is written again; the rest still sets the clock.
+			continue
+		}
 		if err != nil {
 			return 0, err
 		}
 	}
-	return newest, nil
+	err := everyTable(tx, nil, func(_ string, rec tableRecord) error {
+		newest = max(newest, rec.Created)
+		return nil
+	})
+	return newest, err
 }
 
 // saveClock replaces the persisted reservation with the last Timestamp handed out, so that
@@ -146,5 +134,18 @@ func (db *DB) saveClock() {
 	})
 	if err == nil {
 		db.reservedTicks, db.clockSaved = db.lastTicks, true
+	}
+}
+
+// advanceClock moves the Timestamp clock past ticks, so that a write after an import that
+// kept the file's Timestamps, or after a Restore, gets a newer one than any stored. After
+// a Restore (restored), the clock record is the snapshot's, so the next Timestamp reserves
+// anew.
+func (db *DB) advanceClock(ticks int64, restored bool) {
+	db.stampMu.Lock()
+	defer db.stampMu.Unlock()
+	db.lastTicks = max(db.lastTicks, ticks)
+	if restored {
+		db.reservedTicks, db.clockSaved = 0, false
 	}
 }

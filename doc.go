@@ -149,10 +149,15 @@
 // policies and service properties) to an interchange file, and DB.Import reads one back:
 // JSON Lines, one entity a line in the service's own JSON with odata.type annotations, so
 // any tool reads it, and a trailer that counts what the file holds, so a file cut short is
-// never taken for a whole one. An import is a bulk path, all or nothing: it stages each
-// table under a table ID no catalog entry names and publishes at the file's end, with a
-// policy for entities that exist (Existing) and for Timestamps (KeepTimestamps); a bad line
-// is an *ImportError naming the line, the field and the rule. ExportService and
+// never taken for a whole one. DB.Import also reads a fixture a person writes: one JSON
+// document mapping table names to arrays of entities, with no header, counts or
+// Timestamps. An import is a bulk path, all or nothing, into new tables and tables that
+// exist alike, through a bad line or a crash: it stages each table under a table ID no
+// catalog entry names (a table that exists with its stored entities copied in) and
+// publishes every table in one write at the file's end, with a policy for entities that
+// exist (Existing) and for Timestamps (KeepTimestamps); a bad line is an *ImportError
+// naming the line, the field (a fixture's JSON path) and the rule, and CheckImport checks
+// a file by the same rules writing nothing. ExportService and
 // ImportService do the same over any ServiceAPI, so that `tabula export` and `tabula import`
 // (cmd/tabula) copy a real account down to a file and back, access policies and service
 // properties included where the backend has the optional AccessPoliciesAPI and

@@ -55,7 +55,7 @@ func ExampleDB_Import() {
 	p, err := db.Import(ctx, strings.NewReader(file), &tabula.ImportOptions{BestEffort: true})
 	fmt.Println(p.Entities, p.Skipped, err)
 	// Output:
-	// import: line 4: property "Units": three is not an Edm.Int64
+	// line 4: property "Units": three is not an Edm.Int64
 	// true
 	// 1 1 <nil>
 }

@@ -3,7 +3,6 @@ package tabula
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"io"
 	"runtime"
 	"slices"
@@ -14,55 +13,6 @@ import (
 	"github.com/tabuladb/tabula/partition"
 	"github.com/tabuladb/tabula/storage"
 )
-
-// Export and import move tables in and out of Tabula as an interchange file: JSON Lines,
-// one entity a line in the service's own JSON, grouped by table, with a trailer that counts
-// what the file holds (the format is documented with package internal/wire, whose example
-// file TestInterchangeExample keeps valid). Both are beyond the service, which has no such
-// operation.
-
-// ExportOptions says what an export writes. The zero value exports everything.
-type ExportOptions struct {
-	// Namespaces limits DB.Export to these namespaces ("" is the root one); nil exports
-	// every namespace that has a table or service properties. ExportService ignores it.
-	Namespaces []string
-	// Tables limits the export to the tables of these names (in any letter case), in every
-	// exported namespace; nil exports every table.
-	Tables []string
-	// Filter is a $filter an entity must match to be exported; empty exports all of them.
-	Filter string
-	// Account is the account name ExportService writes in the file; DB.Export writes each
-	// namespace's name.
-	Account string
-	// Progress, when set, is called after each table and every ProgressEvery entities,
-	// with everything before it written through to the writer (so a resumable caller can
-	// note the writer's length with it). An error it returns stops the export.
-	Progress func(Progress) error
-	// ProgressEvery is how many entities pass between Progress calls; 0 means 10,000.
-	ProgressEvery int
-	// Resume continues an export that stopped after the Progress given: the caller has cut
-	// the file back to what was written at that call, and the export writes the rest.
-	Resume *Progress
-}
-
-// Progress is how far an export or import has got, and where it resumes.
-type Progress struct {
-	// Tables counts the tables done, Entities the entities written (export) or read
-	// (import) in all of them so far.
-	Tables, Entities int64
-	// Account and Table name the table in progress, or the last one done when InTable is
-	// false.
-	Account, Table string
-	InTable        bool
-	// PartitionKey and RowKey are the last entity written of the table in progress
-	// (export), and TableEntities the number written of it so far.
-	PartitionKey, RowKey string
-	TableEntities        int64
-	// Line is the last line of the file read (import).
-	Line int
-	// Skipped counts the entities a best-effort import left out.
-	Skipped int64
-}
 
 // Export writes the database's tables to w as an interchange file: every namespace, or
 // those opts names, with their service properties and each table's access policies. The
@@ -134,32 +84,15 @@ func (db *DB) exportNamespace(ctx context.Context, tx *storage.Txn, x *exporter,
 	if err := admit(db.service.AdmitTableOp(name, partition.KindQueryTables), "list tables"); err != nil {
 		return x.fail(err)
 	}
-	var tables []tableRecord
-	lower, upper := catalogBounds(name)
-	it := tx.Scan(lower, upper)
-	for it.Next() {
-		if err := it.Value(func(v []byte) error {
-			rec, err := decodeTableRecord(v)
-			tables = append(tables, rec)
-			return err
-		}); err != nil {
-			it.Close()
-			return err
-		}
+	tables, err := catalogTables(tx, name)
+	if err != nil {
+		return err
 	}
-	it.Close()
 	for _, rec := range tables {
 		if !x.wanted(name, rec.Name) {
 			continue
 		}
-		policies := func() ([]AccessPolicy, error) {
-			var ps []AccessPolicy
-			_, err := tx.Get(aclKey(rec.ID), func(v []byte) (err error) {
-				ps, err = decodeAccessPolicies(v)
-				return err
-			})
-			return ps, err
-		}
+		policies := func() ([]AccessPolicy, error) { return readAccessPolicies(tx, rec.ID) }
 		entities := func(afterPK, afterRK *string) error {
 			return x.scan(ctx, tx, rec.ID, pred, afterPK, afterRK)
 		}
@@ -168,66 +101,6 @@ func (db *DB) exportNamespace(ctx context.Context, tx *storage.Txn, x *exporter,
 		}
 	}
 	return nil
-}
-
-// ExportService writes the tables of a service to w as an interchange file, through its
-// ServiceAPI: an embedded DB or a remote service (package remote), so that an account of
-// Azure Storage, the Cosmos DB Table API or Azurite can be copied down. The service's
-// properties are written where s has ServicePropertiesAPI, and each table's access policies
-// where its handle has AccessPoliciesAPI (both do, embedded and remote); where the service
-// refuses them to the credential (a shared access signature may not read a table's ACL) or
-// does not implement them, they are left out. A remote service always has properties (its
-// defaults when none were set), so its file has an account line where an embedded DB's
-// has none.
-func ExportService(ctx context.Context, s ServiceAPI, w io.Writer, opts *ExportOptions) error {
-	if opts == nil {
-		opts = &ExportOptions{}
-	}
-	if e, ok := s.(embedded); ok && opts.Account == "" {
-		opts2 := *opts
-		opts2.Namespaces = []string{""}
-		return e.DB.Export(ctx, w, &opts2)
-	}
-	x, err := newExporter(w, opts)
-	if err != nil {
-		return err
-	}
-	if sp, ok := s.(ServicePropertiesAPI); ok && x.resuming == nil {
-		props, err := sp.ServiceProperties(ctx)
-		if err != nil && !unavailable(err) {
-			return err
-		}
-		if props != nil {
-			if err := x.enc.Account(opts.Account, props); err != nil {
-				return err
-			}
-		}
-	}
-	for info, err := range s.Tables(ctx, "") {
-		if err != nil {
-			return err
-		}
-		if !x.wanted(opts.Account, info.Name) {
-			continue
-		}
-		t := s.Table(info.Name)
-		policies := func() ([]AccessPolicy, error) {
-			acl, ok := t.(AccessPoliciesAPI)
-			if !ok {
-				return nil, nil
-			}
-			ps, err := acl.AccessPolicies(ctx)
-			if err != nil && unavailable(err) {
-				return nil, nil
-			}
-			return ps, err
-		}
-		entities := func(afterPK, afterRK *string) error { return x.query(ctx, t, afterPK, afterRK) }
-		if err := x.table(opts.Account, info.Name, policies, entities); err != nil {
-			return err
-		}
-	}
-	return x.close()
 }
 
 // exporter writes one export.
@@ -287,18 +160,7 @@ func (x *exporter) table(account, name string, policies func() ([]AccessPolicy, 
 		if err != nil {
 			return err
 		}
-		var ips []wire.InterchangeAccessPolicy
-		for _, p := range ps {
-			ip := wire.InterchangeAccessPolicy{ID: p.ID, Permission: p.Permission}
-			if !p.Start.IsZero() {
-				ip.Start = formatTime(p.Start)
-			}
-			if !p.Expiry.IsZero() {
-				ip.Expiry = formatTime(p.Expiry)
-			}
-			ips = append(ips, ip)
-		}
-		if err := x.enc.BeginTable(account, name, ips); err != nil {
+		if err := x.enc.BeginTable(account, name, interchangePolicies(ps)); err != nil {
 			return x.fail(err)
 		}
 		x.p.Account, x.p.Table, x.p.InTable, x.p.TableEntities = account, name, true, 0
@@ -469,28 +331,4 @@ func (x *exporter) scan(ctx context.Context, tx *storage.Txn, id uint64, pred *o
 		}
 	}
 	return nil
-}
-
-// namespacesIn lists the namespaces in tx that have a table or service properties, the
-// root namespace first.
-func namespacesIn(tx *storage.Txn) ([]string, error) {
-	seen := map[string]bool{"": true}
-	out := []string{""}
-	for _, prefix := range []byte{prefixNamespaceTable, prefixProperties} {
-		it := tx.Scan([]byte{prefix}, []byte{prefix + 1})
-		for it.Next() {
-			name, _, _, err := storage.NextPart(it.Key()[1:])
-			if err != nil {
-				it.Close()
-				return nil, errCorrupt(fmt.Sprintf("namespace key %x: %v", it.Key(), err))
-			}
-			if !seen[name] {
-				seen[name] = true
-				out = append(out, name)
-			}
-		}
-		it.Close()
-	}
-	slices.Sort(out[1:])
-	return out, nil
 }

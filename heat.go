@@ -80,38 +80,10 @@ func (db *DB) resolveAll(ctx context.Context, only *string) error {
 	type nsTable struct{ ns, name string }
 	var tables []nsTable
 	err := db.view(ctx, func(tx *storage.Txn) error {
-		for _, prefix := range []byte{prefixTable, prefixNamespaceTable} {
-			lower, upper := []byte{prefix}, []byte{prefix + 1}
-			if only != nil {
-				if (*only == "") != (prefix == prefixTable) {
-					continue
-				}
-				lower, upper = catalogBounds(*only)
-			}
-			it := tx.Scan(lower, upper)
-			for it.Next() {
-				var ns string
-				if prefix == prefixNamespaceTable {
-					part, _, _, err := storage.NextPart(it.Key()[1:])
-					if err != nil {
-						it.Close()
-						return errCorrupt("namespace catalog key")
-					}
-					ns = part
-				}
-				err := it.Value(func(v []byte) error {
-					rec, err := decodeTableRecord(v)
-					tables = append(tables, nsTable{ns, rec.Name})
-					return err
-				})
-				if err != nil {
-					it.Close()
-					return err
-				}
-			}
-			it.Close()
-		}
-		return nil
+		return everyTable(tx, only, func(ns string, rec tableRecord) error {
+			tables = append(tables, nsTable{ns, rec.Name})
+			return nil
+		})
 	})
 	if err != nil {
 		return err

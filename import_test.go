@@ -239,7 +239,13 @@ func TestImportIntoExistingTableSpansTransactions(t *testing.T) {
 		require.NoError(t, err)
 		p, err := db.Import(ctx, strings.NewReader(bulkFile(n, inOrder)), &ImportOptions{Existing: policy})
 		require.NoError(t, err, "policy %v", policy)
-		assert.Equal(t, int64(n), p.Entities, "policy %v", policy)
+		// The entity ExistingSkip keeps as stored is skipped, not imported.
+		skipped := int64(0)
+		if policy == ExistingSkip {
+			skipped = 1
+		}
+		assert.Equal(t, int64(n)-skipped, p.Entities, "policy %v", policy)
+		assert.Equal(t, skipped, p.Skipped, "policy %v", policy)
 		assert.Equal(t, n, entityKeys(t, db), "policy %v", policy)
 		first, err := tbl.Get(ctx, "p000", inOrder(0))
 		require.NoError(t, err)
@@ -248,4 +254,101 @@ func TestImportIntoExistingTableSpansTransactions(t *testing.T) {
 		assert.Equal(t, policy != ExistingSkip, replaced, "policy %v", policy)
 		assert.Equal(t, policy != ExistingReplace, kept, "policy %v", policy)
 	}
+}
+
+// A merge that would push an entity past the service's 252 properties, two thirds into a
+// file, fails the import naming the line, and the table that existed is as it was: the
+// import into a table that exists is all or nothing, as into a new one.
+func TestImportIntoExistingFailureHalfwayChangesNothing(t *testing.T) {
+	if bothStores(t, TestImportIntoExistingFailureHalfwayChangesNothing) {
+		return
+	}
+	ctx := context.Background()
+	const n = 3000
+	db := openStore(t, smallBudget())
+	tbl := createTable(t, db, "Bulk")
+	wide := Properties{}
+	for i := range 200 {
+		wide[fmt.Sprintf("Old%03d", i)] = Int32(int32(i))
+	}
+	for i := range n {
+		props := Properties{"Gen": Int32(0)}
+		if i == 2000 {
+			props = wide
+		}
+		_, err := tbl.Insert(ctx, Entity{PartitionKey: fmt.Sprintf("p%03d", i/100), RowKey: inOrder(i), Properties: props})
+		require.NoError(t, err)
+	}
+	var b strings.Builder
+	b.WriteString(`{"@tabula":"export","version":1}` + "\n" + `{"@tabula":"table","account":"","table":"Bulk"}` + "\n")
+	for i := range n {
+		fmt.Fprintf(&b, `{"PartitionKey":"p%03d","RowKey":%q,"Timestamp":"2024-01-02T03:04:05Z","Gen":1`, i/100, inOrder(i))
+		if i == 2000 {
+			for j := range 60 {
+				fmt.Fprintf(&b, `,"New%03d":%d`, j, j)
+			}
+		}
+		b.WriteString("}\n")
+	}
+	fmt.Fprintf(&b, `{"@tabula":"end","account":"","table":"Bulk","entities":%d}`+"\n"+`{"@tabula":"eof","tables":1,"entities":%d}`+"\n", n, n)
+
+	_, err := db.Import(ctx, strings.NewReader(b.String()), &ImportOptions{Existing: ExistingMerge})
+	var ie *ImportError
+	require.ErrorAs(t, err, &ie)
+	assert.Equal(t, 2+2000+1, ie.Line, "%v", err)
+	assert.Contains(t, err.Error(), "252")
+	for e, err := range tbl.QueryAll(ctx, Query{}) {
+		require.NoError(t, err)
+		if e.RowKey != inOrder(2000) {
+			require.Equal(t, Int32(0), e.Properties["Gen"], "%s: the import changed it", e.RowKey)
+		}
+	}
+	assert.Equal(t, n, entityKeys(t, db), "nothing staged is left")
+
+	// The same file replacing: the whole table is the file's, in one step.
+	p, err := db.Import(ctx, strings.NewReader(b.String()), &ImportOptions{Existing: ExistingReplace})
+	require.NoError(t, err)
+	assert.Equal(t, int64(n), p.Entities)
+	for e, err := range tbl.QueryAll(ctx, Query{}) {
+		require.NoError(t, err)
+		require.Equal(t, Int32(1), e.Properties["Gen"], e.RowKey)
+	}
+	assert.Equal(t, n, entityKeys(t, db), "the replaced data is dropped")
+}
+
+// An import replacing a table that exists keeps its access policies, its creation time and
+// the writes of handles resolved before it; a file's policies replace the table's.
+func TestImportIntoExistingKeepsTheTable(t *testing.T) {
+	ctx := context.Background()
+	db := openStore(t, nil)
+	tbl := createTable(t, db, "Bulk")
+	before, err := db.ListTables(ctx, TableQuery{})
+	require.NoError(t, err)
+	require.NoError(t, tbl.SetAccessPolicies(ctx, []AccessPolicy{{ID: "readers", Permission: "r"}}))
+	_, err = tbl.Insert(ctx, Entity{PartitionKey: "p", RowKey: "stored"})
+	require.NoError(t, err)
+
+	_, err = db.Import(ctx, strings.NewReader(bulkFile(3, inOrder)), &ImportOptions{Existing: ExistingFail})
+	require.NoError(t, err)
+	ps, err := tbl.AccessPolicies(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []AccessPolicy{{ID: "readers", Permission: "r"}}, ps)
+	after, err := db.ListTables(ctx, TableQuery{})
+	require.NoError(t, err)
+	assert.Equal(t, before, after)
+	_, err = tbl.Insert(ctx, Entity{PartitionKey: "p", RowKey: "later"}) // through the handle resolved before
+	require.NoError(t, err)
+	n := 0
+	for _, err := range tbl.QueryAll(ctx, Query{}) {
+		require.NoError(t, err)
+		n++
+	}
+	assert.Equal(t, 5, n)
+
+	withACL := strings.Replace(bulkFile(1, inOrder), `"table":"Bulk"}`, `"table":"Bulk","accessPolicies":[]}`, 1)
+	_, err = db.Import(ctx, strings.NewReader(withACL), &ImportOptions{Existing: ExistingReplace})
+	require.NoError(t, err)
+	ps, err = tbl.AccessPolicies(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, ps, "the file's policies, none, replace the table's")
 }

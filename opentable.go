@@ -192,3 +192,41 @@ func openKey(ns, name string) string {
 	}
 	return ns + "\x00" + strings.ToLower(name)
 }
+
+// forgetAll forgets every open table, as forget does one, and their statistics: for
+// Restore, which holds db.open.mu.
+func (db *DB) forgetAll() {
+	db.open.gen.Add(1)
+	var keys []string
+	db.open.m.Range(func(k, _ any) bool {
+		keys = append(keys, k.(string))
+		return true
+	})
+	for _, k := range keys {
+		v, ok := db.open.m.LoadAndDelete(k)
+		if !ok {
+			continue
+		}
+		ot := v.(*openTable)
+		ot.mu.Lock()
+		ot.dropped.Store(true)
+		ot.mu.Unlock()
+		ns, _, found := strings.Cut(k, "\x00")
+		if !found {
+			ns = ""
+		}
+		db.service.DropTable(ns, serviceTableName(ns, ot.rec.Name))
+	}
+}
+
+// replaced forgets ot, the open table called name, whose catalog entry now names other
+// data (an import published it): the caller holds ot.mu locked, so no write holds it. Its
+// statistics go with it, and the table's next resolution counts the new data.
+func (db *DB) replaced(ns, name string, ot *openTable) {
+	db.open.mu.Lock()
+	db.open.gen.Add(1)
+	db.open.m.CompareAndDelete(openKey(ns, name), ot)
+	ot.dropped.Store(true)
+	db.service.DropTable(ns, serviceTableName(ns, ot.rec.Name))
+	db.open.mu.Unlock()
+}

@@ -6,11 +6,9 @@ import (
 	"encoding/binary"
 	"iter"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/tabuladb/tabula/storage"
-	"github.com/vmihailenco/msgpack/v5"
 )
 
 // Snapshot is a database as it was at one instant: every namespace, table, entity, stored
@@ -160,27 +158,7 @@ func (db *DB) Restore(ctx context.Context, s *Snapshot) error {
 	db.stopBackground()
 	db.background.Wait()
 	db.backgroundCtx, db.stopBackground = context.WithCancel(context.Background())
-	db.open.gen.Add(1)
-	var keys []string
-	db.open.m.Range(func(k, _ any) bool {
-		keys = append(keys, k.(string))
-		return true
-	})
-	for _, k := range keys {
-		v, ok := db.open.m.LoadAndDelete(k)
-		if !ok {
-			continue
-		}
-		ot := v.(*openTable)
-		ot.mu.Lock()
-		ot.dropped.Store(true)
-		ot.mu.Unlock()
-		ns, _, _ := strings.Cut(k, "\x00")
-		if ns == k {
-			ns = ""
-		}
-		db.service.DropTable(ns, serviceTableName(ns, ot.rec.Name))
-	}
+	db.forgetAll()
 	err := db.store.Restore(s.store)
 	if err == nil {
 		db.base.Store(s)
@@ -194,11 +172,7 @@ func (db *DB) Restore(ctx context.Context, s *Snapshot) error {
 		return storageError(err)
 	}
 
-	db.stampMu.Lock()
-	db.lastTicks = max(db.lastTicks, s.lastTicks)
-	// The restored clock record is the snapshot's: the next Timestamp reserves anew.
-	db.reservedTicks, db.clockSaved = 0, false
-	db.stampMu.Unlock()
+	db.advanceClock(s.lastTicks, true)
 	db.deleting.mu.Lock()
 	db.deleting.since = nil
 	db.deleting.mu.Unlock()
@@ -328,19 +302,11 @@ func scanSnapshot[T any](ctx context.Context, s *Snapshot, lower, upper []byte, 
 func (s *Snapshot) Tables(ctx context.Context) iter.Seq2[SnapshotTable, error] {
 	return func(yield func(SnapshotTable, error) bool) {
 		decode := func(key, v []byte) (SnapshotTable, bool, error) {
-			rec, err := decodeTableRecord(v)
+			ns, rec, err := decodeCatalogEntry(key, v)
 			if err != nil {
 				return SnapshotTable{}, false, err
 			}
-			t := SnapshotTable{TableInfo: TableInfo{Name: rec.Name, Created: timeOfTicks(rec.Created)}, id: rec.ID}
-			if key[0] == prefixNamespaceTable {
-				ns, _, _, err := storage.NextPart(key[1:])
-				if err != nil {
-					return SnapshotTable{}, false, errCorrupt("catalog key: " + err.Error())
-				}
-				t.Namespace = ns
-			}
-			return t, true, nil
+			return SnapshotTable{TableInfo: TableInfo{Name: rec.Name, Created: timeOfTicks(rec.Created)}, Namespace: ns, id: rec.ID}, true, nil
 		}
 		for _, prefix := range []byte{prefixTable, prefixNamespaceTable} {
 			for t, err := range scanSnapshot(ctx, s, []byte{prefix}, []byte{prefix + 1}, decode) {
@@ -377,11 +343,8 @@ func (s *Snapshot) AccessPolicies(ctx context.Context, t SnapshotTable) ([]Acces
 		return nil, err
 	}
 	var out []AccessPolicy
-	err := s.store.View(func(tx *storage.Txn) error {
-		_, err := tx.Get(aclKey(t.id), func(v []byte) (err error) {
-			out, err = decodeAccessPolicies(v)
-			return err
-		})
+	err := s.store.View(func(tx *storage.Txn) (err error) {
+		out, err = readAccessPolicies(tx, t.id)
 		return err
 	})
 	return out, storageError(err)
@@ -433,25 +396,5 @@ func (s *Snapshot) Namespaces(ctx context.Context) ([]string, error) {
 		out = append(out, ns)
 	}
 	slices.Sort(out)
-	return out, nil
-}
-
-// decodeAccessPolicies decodes a table's stored access policies.
-func decodeAccessPolicies(v []byte) ([]AccessPolicy, error) {
-	var stored []storedPolicy
-	if err := msgpack.Unmarshal(v, &stored); err != nil {
-		return nil, errCorrupt("access policies: " + err.Error())
-	}
-	out := make([]AccessPolicy, 0, len(stored))
-	for _, p := range stored {
-		ap := AccessPolicy{ID: p.ID, Permission: p.Permission}
-		if p.Start != 0 {
-			ap.Start = timeOfTicks(p.Start)
-		}
-		if p.Expiry != 0 {
-			ap.Expiry = timeOfTicks(p.Expiry)
-		}
-		out = append(out, ap)
-	}
 	return out, nil
 }

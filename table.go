@@ -305,17 +305,10 @@ func (db *DB) apply(tx *storage.Txn, id uint64, a *Action, names []string, arena
 			}
 		}
 		if a.Mode == Merge && found {
-			for name, v := range e.Properties {
-				if v != nil {
-					old[name] = v
-				}
-			}
-			props = old
-			// The merged entity may break a limit that neither part broke alone.
-			merged := Entity{PartitionKey: e.PartitionKey, RowKey: e.RowKey, Properties: props}
-			if names, err = validateEntity(&merged); err != nil {
+			if names, err = mergeProperties(e.PartitionKey, e.RowKey, old, e.Properties); err != nil {
 				return applied{}, err
 			}
+			props = old
 		}
 	}
 	ticks, err := db.stamp()
@@ -330,6 +323,20 @@ func (db *DB) apply(tx *storage.Txn, id uint64, a *Action, names []string, arena
 		out.entities = 1
 	}
 	return out, tx.Set(key, record)
+}
+
+// mergeProperties is Merge's rule, for apply and the import alike: the given properties
+// over the stored ones, old, which it changes (a nil value leaves a property as stored).
+// The merged entity must keep every limit, which neither part may break alone; it returns
+// the merged entity's property names, as validateEntity does.
+func mergeProperties(pk, rk string, old, given Properties) ([]string, error) {
+	for name, v := range given {
+		if v != nil {
+			old[name] = v
+		}
+	}
+	merged := Entity{PartitionKey: pk, RowKey: rk, Properties: old}
+	return validateEntity(&merged)
 }
 
 // checkIfMatch applies an If-Match condition to the stored version of e: the entity must

@@ -190,7 +190,9 @@ func (r *interchangeReader) Read(p []byte) (int, error) {
 // after the last write (the disk usage of its directory stops changing for 5 s).
 // TABULA_BENCH_BUDGET sets both stores' memory budget in bytes (default: the default's);
 // TABULA_BENCH_IMPORT_RAW=0 leaves raw Badger out (for a 10M-entity load, which writes
-// about 12 GB a side). Over 2M entities the file is generated as it is read.
+// about 12 GB a side). Over 2M entities the file is generated as it is read. It reports
+// too the rate of CheckImport on the same file (check-entities/s, tabula import --check),
+// the floor of any import, and the import's time as a multiple of it (import/check).
 func BenchmarkImport(b *testing.B) {
 	n := interchangeSize(b)
 	var file []byte // nil: streamed, for sizes over 2M
@@ -199,7 +201,7 @@ func BenchmarkImport(b *testing.B) {
 	}
 	withRaw := os.Getenv("TABULA_BENCH_IMPORT_RAW") != "0"
 	budget := benchBudget(b) // the store's memory budget, for both
-	var engine, raw, engineCPU, rawCPU, rawStalled, debt time.Duration
+	var engine, raw, engineCPU, rawCPU, rawStalled, debt, check time.Duration
 	for b.Loop() {
 		b.StopTimer()
 		dir, rawDir := b.TempDir(), b.TempDir()
@@ -230,8 +232,21 @@ func BenchmarkImport(b *testing.B) {
 			d, c, st := rawWrites(b, rawDir, n, budget)
 			raw, rawCPU, rawStalled = raw+d, rawCPU+c, rawStalled+st
 		}
+		// The floor of any import: reading and checking the same file, writing nothing
+		// (tabula import --check).
+		r = bytes.NewReader(file)
+		if file == nil {
+			r = newInterchangeReader(n)
+		}
+		start = time.Now()
+		if _, err := tabula.CheckImport(ctx, r, nil); err != nil {
+			b.Fatal(err)
+		}
+		check += time.Since(start)
 		b.StartTimer()
 	}
+	b.ReportMetric(float64(n*b.N)/check.Seconds(), "check-entities/s")
+	b.ReportMetric(engine.Seconds()/check.Seconds(), "import/check")
 	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(n*b.N) }
 	if withRaw {
 		reportRates(b, n*b.N, engine, raw)

@@ -28,7 +28,7 @@
 // A Fixture is a state tests start from, built once per package and copied for each test in
 // microseconds whatever it holds, so that parallel tests each write to a copy of their own:
 // Seed builds one with a function run on a fresh database, Tables from a Go value (tables of
-// entities), File from an interchange file (tabula.DB.Import), FromSnapshot from a
+// entities), File from an interchange file or a hand-written fixture (tabula.DB.Import), FromSnapshot from a
 // tabula.Snapshot taken elsewhere. Its NewServer, NewInProcess, Start and StartInProcess
 // start servers as the package's functions do, on a copy; its Open gives the engine alone. BenchmarkFixtureParallel (bench/snapshot_test.go)
 // runs 100 tests side by side on copies of a 10,000-entity fixture in 37 ms together.

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/tabuladb/tabula"
+	"github.com/tabuladb/tabula/internal/wire"
 )
 
 // Fixture is a database state that tests start from: built once, on first use, then copied
@@ -98,30 +99,74 @@ func insertAll(ctx context.Context, t *tabula.Table, entities []tabula.Entity) e
 	return flush()
 }
 
-// File returns a fixture of an interchange file (see tabula.DB.Import; gzip-compressed when
-// its name ends in .gz), every account's tables imported into the root namespace, which is
-// the development account's on a server, with opts (nil for the defaults).
+// File returns a fixture of a file: an interchange file (tabula export's, gzip-compressed
+// when its name ends in .gz) or a fixture a person writes, one JSON document mapping table
+// names to arrays of entities (see tabula.DB.Import), imported with opts (nil for the
+// defaults). The file's first account's tables go to the root namespace, which is the
+// development account's on a server; the tables of every other account of a file exported
+// from several go to the namespace of the account's name (Fixture.Open, then
+// DB.Namespace), so that accounts holding tables of the same names load side by side.
+// opts.Namespaces, when set, decides instead.
 func File(path string, opts *tabula.ImportOptions) *Fixture {
 	return Seed(func(ctx context.Context, db *tabula.DB) error {
-		f, err := os.Open(path)
-		if err != nil {
-			return err
+		o := tabula.ImportOptions{}
+		if opts != nil {
+			o = *opts
 		}
-		defer f.Close()
-		var r io.Reader = f
-		if strings.HasSuffix(path, ".gz") {
-			gz, err := gzip.NewReader(f)
+		if o.Namespaces == nil {
+			first, err := readFile(path, firstAccount)
 			if err != nil {
-				return fmt.Errorf("%s: %w", path, err)
+				return err
 			}
-			defer gz.Close()
-			r = gz
+			o.Namespaces = map[string]string{first: ""}
 		}
-		if _, err := tabula.ImportService(ctx, tabula.Embedded(db), r, opts); err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		return nil
+		_, err := readFile(path, func(r io.Reader) (string, error) {
+			_, err := db.Import(ctx, r, &o)
+			return "", err
+		})
+		return err
 	})
+}
+
+// readFile opens path, through gzip when its name ends in .gz, for read, and names path in
+// read's error.
+func readFile(path string, read func(io.Reader) (string, error)) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	var r io.Reader = f
+	if strings.HasSuffix(path, ".gz") {
+		gz, err := gzip.NewReader(f)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", path, err)
+		}
+		defer gz.Close()
+		r = gz
+	}
+	out, err := read(r)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	return out, nil
+}
+
+// firstAccount returns the account of the first table of a file ("" for a fixture's).
+func firstAccount(r io.Reader) (string, error) {
+	recs := wire.NewRecords(r)
+	for {
+		rec, err := recs.Next()
+		if err == io.EOF {
+			return "", nil
+		}
+		if err != nil {
+			return "", err
+		}
+		if rec.Kind == wire.RecordTable {
+			return rec.Account, nil
+		}
+	}
 }
 
 // FromSnapshot returns a fixture of an in-memory snapshot taken elsewhere; from a snapshot of

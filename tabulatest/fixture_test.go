@@ -129,3 +129,53 @@ func TestFixtureFile(t *testing.T) {
 	_, err = tabulatest.File(plain, nil).Start(nil)
 	assert.ErrorContains(t, err, "fixture.jsonl", "a file cut short")
 }
+
+// A file exported from several accounts, with tables of the same names, loads account by
+// account: the first account's tables into the development account's namespace, every
+// other's into the namespace of its name.
+func TestFixtureFileAccounts(t *testing.T) {
+	ctx := context.Background()
+	src := tabulatest.Seed(func(ctx context.Context, db *tabula.DB) error {
+		for _, ns := range []string{"", "second"} {
+			tbl, err := db.Namespace(ns).CreateTable(ctx, "Alpha")
+			if err != nil {
+				return err
+			}
+			if _, err := tbl.Insert(ctx, tabula.Entity{PartitionKey: "p", RowKey: "r", Properties: tabula.Properties{"Of": tabula.String(ns)}}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}).Open(t, nil)
+	var file bytes.Buffer
+	require.NoError(t, src.Export(ctx, &file, nil))
+	path := filepath.Join(t.TempDir(), "accounts.jsonl")
+	require.NoError(t, os.WriteFile(path, file.Bytes(), 0o600))
+
+	db := tabulatest.File(path, nil).Open(t, nil)
+	for _, ns := range []string{"", "second"} {
+		e, err := db.Namespace(ns).Table("Alpha").Get(ctx, "p", "r")
+		require.NoError(t, err, ns)
+		assert.Equal(t, tabula.String(ns), e.Properties["Of"], ns)
+	}
+}
+
+// A fixture a person writes, with every EDM type, serves through the SDK-facing server.
+func TestFixtureHandWritten(t *testing.T) {
+	ctx := context.Background()
+	srv := tabulatest.File("../testdata/fixture.json", nil).NewInProcess(t, nil)
+	e, err := srv.DB.Table("Orders").Get(ctx, "alice", "0001")
+	require.NoError(t, err)
+	assert.Len(t, e.Properties, 9)
+	assert.Equal(t, tabula.Int64(9223372036854775807), e.Properties["Serial"])
+	assert.Equal(t, tabula.Binary{0, 1, 2, 3}, e.Properties["Blob"])
+	assert.IsType(t, tabula.Guid{}, e.Properties["Id"])
+	assert.IsType(t, tabula.DateTime{}, e.Properties["Due"])
+	assert.Equal(t, tabula.Int32(3), e.Properties["Units"])
+	assert.Equal(t, tabula.Double(12.5), e.Properties["Total"])
+	assert.Equal(t, tabula.Boolean(true), e.Properties["Paid"])
+	assert.Equal(t, tabula.String("Widget"), e.Properties["Name"])
+	assert.IsType(t, tabula.Double(0), e.Properties["Ratio"])
+	_, err = tabulatest.File("../testdata/fixture.json", &tabula.ImportOptions{Tables: []string{"Empty"}}).Open(t, nil).Table("Orders").Get(ctx, "alice", "0001")
+	assert.ErrorIs(t, err, tabula.ErrTableNotFound)
+}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"compress/gzip"
-	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -10,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,37 +17,8 @@ import (
 	"github.com/tabuladb/tabula/remote"
 )
 
-const exportUsage = `Usage: tabula export [flags] FILE
-
-Writes tables to FILE as an interchange file (JSON Lines, one entity a line in the Azure
-Table service's own JSON; gzip-compressed when FILE ends in .gz; "-" for standard output),
-from a Tabula data directory (--data, every account's tables and settings) or from any
-service the connection string or SAS URL names: Azure Storage, the Cosmos DB Table API,
-Azurite, a tabula serve; with its tables go their stored access policies and the account's
-service properties, as far as the credential may read them (a SAS may not read a table's
-access policies: only the account key may).
-
-An interrupted export resumes where it stopped when run again with the same arguments: it
-records how far it got in FILE.state beside FILE, and removes that file when it is done.
-On a terminal, a progress line shows tables, entities, the rate and the time.
-
-Flags:
-`
-
-const importUsage = `Usage: tabula import [flags] FILE
-
-Reads an interchange file (see "tabula export --help"; "-" for standard input) into a
-Tabula data directory (--data; each account's tables go to the namespace of its name, the
-empty name, as "tabula serve" writes its first account's, to the root) or into any service
-the connection string or SAS URL names.
-
-Into a data directory the import is all or nothing: nothing is visible until the whole file
-has been read and checked, and a bad line or a cut file changes nothing (the error names the
-line, the field and the rule). Into a service, entities go in transactions of one partition
-each, and an interrupted import resumes from FILE.state when run again.
-
-Flags:
-`
+// What "tabula export" (export.go) and "tabula import" (import.go) share: where the tables
+// are, the state file of a resumable run, the progress line, and the file's reader.
 
 // dataFlags are the flags export and import share: where the tables are, and which.
 type dataFlags struct {
@@ -73,8 +44,16 @@ func (d *dataFlags) tableList() []string {
 	return strings.Split(d.tables, ",")
 }
 
-// target opens what the command reads or writes: a DB, or a remote service.
-func (d *dataFlags) target() (db *tabula.DB, svc tabula.ServiceAPI, err error) {
+// target opens what the command reads or writes: a DB, or a remote service. An export
+// reads a database that exists; an import may make one, and undo then removes it (and the
+// directory, when the import made that) after db.Close, for a failed import to leave none.
+func (d *dataFlags) target(create bool) (db *tabula.DB, svc tabula.ServiceAPI, undo func(), err error) {
+	undo = func() {}
+	db, svc, err = d.open(create, &undo)
+	return db, svc, undo, err
+}
+
+func (d *dataFlags) open(create bool, undo *func()) (db *tabula.DB, svc tabula.ServiceAPI, err error) {
 	n := 0
 	for _, s := range []string{d.dir, d.conn, d.sas} {
 		if s != "" {
@@ -90,7 +69,21 @@ func (d *dataFlags) target() (db *tabula.DB, svc tabula.ServiceAPI, err error) {
 	}
 	switch {
 	case d.dir != "":
+		entries, err := os.ReadDir(d.dir)
+		switch {
+		case errors.Is(err, os.ErrNotExist) && create:
+			*undo = func() { os.RemoveAll(d.dir) }
+		case err == nil && len(entries) == 0 && create:
+			*undo = func() { emptyDir(d.dir) }
+		case err != nil:
+			return nil, nil, fmt.Errorf("--data %s: %w", d.dir, err)
+		case !holdsDatabase(entries):
+			return nil, nil, fmt.Errorf("--data %s: the directory holds no Tabula database", d.dir)
+		}
 		db, err = tabula.Open(d.dir, nil)
+		if err != nil {
+			(*undo)()
+		}
 		return db, nil, err
 	case d.sas != "":
 		c, err := remote.DialSAS(d.sas, nil)
@@ -98,6 +91,36 @@ func (d *dataFlags) target() (db *tabula.DB, svc tabula.ServiceAPI, err error) {
 	}
 	c, err := remote.Dial(d.conn, nil)
 	return nil, c, err
+}
+
+// holdsDatabase says whether a directory's entries are a database's: the store's manifest
+// is among them from the moment it is made.
+func holdsDatabase(entries []os.DirEntry) bool {
+	return slices.ContainsFunc(entries, func(e os.DirEntry) bool { return e.Name() == "MANIFEST" })
+}
+
+// emptyDir removes what a directory holds, leaving it.
+func emptyDir(dir string) {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		os.RemoveAll(filepath.Join(dir, e.Name()))
+	}
+}
+
+// parseArgs parses args by fs, flags before and after the positional arguments alike, and
+// returns the positional ones.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return positional, nil
+		}
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
 }
 
 // checkpointEvery is how many entities pass between the checkpoints a state file records;
@@ -203,189 +226,6 @@ func (m *meter) show(p tabula.Progress, final bool) {
 	}
 }
 
-// swapWriter writes to w, which the export replaces at each checkpoint of a gzip file.
-type swapWriter struct{ w io.Writer }
-
-func (s *swapWriter) Write(p []byte) (int, error) { return s.w.Write(p) }
-
-// runExport is "tabula export".
-func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("export", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	var d dataFlags
-	d.define(fs)
-	fs.StringVar(&d.filter, "filter", "", "only the entities this OData `$filter` selects")
-	fs.StringVar(&d.account, "account", "", "the account `name` to write in the file for a service's tables (default none, the name \"tabula serve\" reads as its first account's)")
-	namespaces := fs.String("namespaces", "", "with --data, only the tables of these accounts (namespaces), `a,b`; \"\" alone is the first account's")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, exportUsage)
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
-			return 0
-		}
-		fmt.Fprintf(stderr, "tabula export: %v\n", err)
-		return 2
-	}
-	if fs.NArg() != 1 {
-		fmt.Fprint(stderr, "tabula export: give one FILE\n")
-		return 2
-	}
-	if err := export(ctx, &d, *namespaces, fs.Arg(0), stdout, stderr); err != nil {
-		fmt.Fprintln(stderr, "tabula export:", message(err))
-		return 1
-	}
-	return 0
-}
-
-func export(ctx context.Context, d *dataFlags, namespaces, file string, stdout, stderr io.Writer) (err error) {
-	m, err := newMeter(d.progress, stderr)
-	if err != nil {
-		return err
-	}
-	db, svc, err := d.target()
-	if err != nil {
-		return err
-	}
-	if db != nil {
-		defer func() { err = errors.Join(err, db.Close()) }()
-	}
-	opts := &tabula.ExportOptions{Tables: d.tableList(), Filter: d.filter, Account: d.account, ProgressEvery: checkpointEvery}
-	if namespaces != "" {
-		opts.Namespaces = strings.Split(namespaces, ",")
-	}
-	run := func(w io.Writer) error {
-		if db != nil {
-			return db.Export(ctx, w, opts)
-		}
-		return tabula.ExportService(ctx, svc, w, opts)
-	}
-	if file == "-" {
-		opts.Progress = func(p tabula.Progress) error { m.show(p, false); return nil }
-		err := run(stdout)
-		return err
-	}
-
-	var resume *state
-	if !d.restart {
-		if resume, err = readState(file); err != nil {
-			return err
-		}
-	}
-	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
-	if resume != nil {
-		flags = os.O_WRONLY
-	}
-	f, err := os.OpenFile(file, flags, 0o644)
-	if err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, f.Close()) }()
-	if resume != nil {
-		fmt.Fprintf(stderr, "Resuming after %d entities (table %q), as %s records.\n", resume.Progress.Entities, resume.Progress.Table, statePath(file))
-		if err := f.Truncate(resume.Offset); err != nil {
-			return err
-		}
-		if _, err := f.Seek(resume.Offset, io.SeekStart); err != nil {
-			return err
-		}
-		opts.Resume = &resume.Progress
-		m.base = resume.Progress.Entities
-	}
-	// A gzip file is a series of gzip members, one closed at each checkpoint, so that what
-	// a checkpoint records is a whole gzip stream that a resumed run appends to.
-	gz := strings.HasSuffix(file, ".gz")
-	out := &swapWriter{w: f}
-	var zw *gzip.Writer
-	if gz {
-		zw = gzip.NewWriter(f)
-		out.w = zw
-	}
-	opts.Progress = func(p tabula.Progress) error {
-		if zw != nil {
-			if err := zw.Close(); err != nil {
-				return err
-			}
-			zw = gzip.NewWriter(f)
-			out.w = zw
-		}
-		off, err := f.Seek(0, io.SeekCurrent)
-		if err != nil {
-			return err
-		}
-		m.show(p, false)
-		if err := writeState(file, state{Progress: p, Offset: off}); err != nil {
-			return err
-		}
-		if exportHook != nil {
-			exportHook()
-		}
-		return ctx.Err()
-	}
-	var last tabula.Progress
-	progress := opts.Progress
-	opts.Progress = func(p tabula.Progress) error { last = p; return progress(p) }
-	if err := run(out); err != nil {
-		return err
-	}
-	if zw != nil {
-		if err := zw.Close(); err != nil {
-			return err
-		}
-	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	m.show(last, true)
-	if err := os.Remove(statePath(file)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	return nil
-}
-
-// runImport is "tabula import".
-func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("import", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	var d dataFlags
-	d.define(fs)
-	existing := fs.String("existing", "fail", "what to do with an entity that exists: `fail`, replace, merge or skip")
-	keep := fs.Bool("keep-timestamps", false, "keep the file's Timestamps (and ETags) rather than stamp new ones (--data only)")
-	bestEffort := fs.Bool("best-effort", false, "leave out the lines that cannot be imported, and import the whole tables of a cut file")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, importUsage)
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
-			return 0
-		}
-		fmt.Fprintf(stderr, "tabula import: %v\n", err)
-		return 2
-	}
-	if fs.NArg() != 1 {
-		fmt.Fprint(stderr, "tabula import: give one FILE\n")
-		return 2
-	}
-	policies := map[string]tabula.Existing{"fail": tabula.ExistingFail, "replace": tabula.ExistingReplace, "merge": tabula.ExistingMerge, "skip": tabula.ExistingSkip}
-	policy, ok := policies[*existing]
-	if !ok {
-		fmt.Fprintf(stderr, "tabula import: --existing %q: it must be fail, replace, merge or skip\n", *existing)
-		return 2
-	}
-	opts := &tabula.ImportOptions{Existing: policy, KeepTimestamps: *keep, BestEffort: *bestEffort, Tables: d.tableList(), ProgressEvery: checkpointEvery}
-	p, err := importFile(ctx, &d, opts, fs.Arg(0), stderr)
-	if err != nil {
-		fmt.Fprintln(stderr, "tabula import:", message(err))
-		return 1
-	}
-	fmt.Fprintf(stdout, "Imported %d tables, %d entities", p.Tables, p.Entities)
-	if p.Skipped > 0 {
-		fmt.Fprintf(stdout, " (%d lines left out)", p.Skipped)
-	}
-	fmt.Fprintln(stdout)
-	return 0
-}
-
 // countingReader counts the bytes read, for the time left.
 type countingReader struct {
 	r io.Reader
@@ -421,111 +261,4 @@ func openInterchange(file string) (r io.Reader, read *countingReader, size int64
 		r = zr
 	}
 	return r, read, size, f.Close, nil
-}
-
-func importFile(ctx context.Context, d *dataFlags, opts *tabula.ImportOptions, file string, stderr io.Writer) (p tabula.Progress, err error) {
-	m, err := newMeter(d.progress, stderr)
-	if err != nil {
-		return p, err
-	}
-	r, read, size, closeFile, err := openInterchange(file)
-	if err != nil {
-		return p, err
-	}
-	defer closeFile()
-	if size > 0 {
-		m.fraction = func() float64 { return float64(read.n) / float64(size) }
-	}
-	db, svc, err := d.target()
-	if err != nil {
-		return p, err
-	}
-	if db != nil {
-		defer func() { err = errors.Join(err, db.Close()) }()
-		opts.Progress = func(p tabula.Progress) error { m.show(p, false); return nil }
-		p, err = db.Import(ctx, r, opts)
-		if err == nil {
-			m.show(p, true)
-		}
-		return p, err
-	}
-	resumable := file != "-"
-	if resumable && !d.restart {
-		s, err := readState(file)
-		if err != nil {
-			return p, err
-		}
-		if s != nil {
-			fmt.Fprintf(stderr, "Resuming after line %d (table %q), as %s records.\n", s.Progress.Line, s.Progress.Table, statePath(file))
-			opts.Resume = &s.Progress
-			m.base = s.Progress.Entities
-		}
-	}
-	opts.Progress = func(p tabula.Progress) error {
-		m.show(p, false)
-		if resumable {
-			return writeState(file, state{Progress: p})
-		}
-		return nil
-	}
-	if p, err = tabula.ImportService(ctx, svc, r, opts); err != nil {
-		return p, err
-	}
-	m.show(p, true)
-	if resumable {
-		if err := os.Remove(statePath(file)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return p, err
-		}
-	}
-	return p, nil
-}
-
-// exportOnExit writes the database to file for "tabula serve --export-on-exit", through a
-// temporary file renamed over it, so that a failed export leaves the last good one.
-func exportOnExit(ctx context.Context, db *tabula.DB, file string) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(file), filepath.Base(file)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			os.Remove(tmp.Name())
-		}
-	}()
-	var w io.Writer = tmp
-	var zw *gzip.Writer
-	if strings.HasSuffix(file, ".gz") {
-		zw = gzip.NewWriter(tmp)
-		w = zw
-	}
-	if err := db.Export(ctx, w, nil); err != nil {
-		tmp.Close()
-		return err
-	}
-	if zw != nil {
-		if err := zw.Close(); err != nil {
-			tmp.Close()
-			return err
-		}
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), file)
-}
-
-// importAtStart loads file into db for "tabula serve --import", replacing the entities
-// that exist and keeping the file's Timestamps, so that a server started from the file it
-// exported on exit serves the same ETags.
-func importAtStart(ctx context.Context, db *tabula.DB, file string) (tabula.Progress, error) {
-	r, _, _, closeFile, err := openInterchange(file)
-	if err != nil {
-		return tabula.Progress{}, err
-	}
-	defer closeFile()
-	return db.Import(ctx, r, &tabula.ImportOptions{Existing: tabula.ExistingReplace, KeepTimestamps: true})
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -14,6 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tabuladb/tabula"
+	"github.com/tabuladb/tabula/remote"
+	"github.com/tabuladb/tabula/server"
 	"github.com/tabuladb/tabula/tabulatest"
 )
 
@@ -93,11 +96,9 @@ func TestCLIExportImportData(t *testing.T) {
 	dst := filepath.Join(t.TempDir(), "copy")
 	_, errs, code = runCLI(t, "import", "--data", dst, cut)
 	assert.Equal(t, 1, code)
-	assert.Regexp(t, `^tabula import: import: line \d+: the file ends before its trailer`, errs)
-	empty := filepath.Join(tmp, "empty.jsonl")
-	_, errs, code = runCLI(t, "export", "--data", dst, empty)
-	require.Equal(t, 0, code, errs)
-	assert.Contains(t, readFile(t, empty), `{"@tabula":"eof","tables":0,"entities":0}`)
+	assert.Regexp(t, `^tabula import: .*cut.jsonl: line \d+: the file ends before its trailer`, errs)
+	_, err := os.Stat(dst)
+	assert.ErrorIs(t, err, os.ErrNotExist, "a failed import into a new directory leaves none")
 }
 
 // An export interrupted after a checkpoint resumes from its state file and writes the file
@@ -121,7 +122,7 @@ func TestCLIExportResumes(t *testing.T) {
 					cancel()
 				}
 			}
-			err := export(ctx, &d, "", file, io.Discard, io.Discard)
+			err := export(ctx, &d, nil, file, io.Discard, io.Discard)
 			exportHook = nil
 			require.ErrorIs(t, err, context.Canceled)
 			_, err = os.Stat(statePath(file))
@@ -191,4 +192,189 @@ func TestServeImportExportOnExit(t *testing.T) {
 	r.shutdown(t)
 	assert.Contains(t, r.out.String(), "Exported every table to "+onExit)
 	assert.Equal(t, readFile(t, file), readFile(t, onExit))
+}
+
+// No command makes a database, a file or a table as a side effect of failing or of a
+// mistyped path.
+func TestCLIFailureLeavesNothing(t *testing.T) {
+	src := seedDir(t)
+	tmp := t.TempDir()
+
+	typo := filepath.Join(tmp, "typo")
+	_, errs, code := runCLI(t, "export", "--data", typo, filepath.Join(tmp, "out.jsonl"))
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errs, "--data "+typo)
+	for _, p := range []string{typo, filepath.Join(tmp, "out.jsonl")} {
+		_, err := os.Stat(p)
+		assert.ErrorIs(t, err, os.ErrNotExist, p)
+	}
+	empty := t.TempDir()
+	_, errs, code = runCLI(t, "export", "--data", empty, filepath.Join(tmp, "out.jsonl"))
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errs, "holds no Tabula database")
+	entries, err := os.ReadDir(empty)
+	require.NoError(t, err)
+	assert.Empty(t, entries, "no database made in it")
+
+	// A failed export (a bad filter) leaves no file.
+	failed := filepath.Join(tmp, "failed.jsonl")
+	_, errs, code = runCLI(t, "export", "--data", src, "--filter", "Nope eq", failed)
+	assert.Equal(t, 1, code, errs)
+	_, err = os.Stat(failed)
+	assert.ErrorIs(t, err, os.ErrNotExist, "a failed export leaves no file")
+
+	// A failed import into a new directory, or an empty one, leaves nothing.
+	bad := filepath.Join(tmp, "bad.json")
+	require.NoError(t, os.WriteFile(bad, []byte(`{"Orders": [{"PartitionKey": "p"}]}`), 0o600))
+	newdir := filepath.Join(tmp, "newdir")
+	_, errs, code = runCLI(t, "import", "--data", newdir, bad)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errs, "bad.json: line 1: $.Orders[0]: an entity must carry both PartitionKey and RowKey")
+	_, err = os.Stat(newdir)
+	assert.ErrorIs(t, err, os.ErrNotExist)
+	_, _, code = runCLI(t, "import", "--data", empty, bad)
+	assert.Equal(t, 1, code)
+	entries, err = os.ReadDir(empty)
+	require.NoError(t, err)
+	assert.Empty(t, entries)
+}
+
+// A hand-written fixture, with every EDM type, imports and checks from the command line,
+// and its flags may follow FILE.
+func TestCLIImportFixture(t *testing.T) {
+	ctx := context.Background()
+	fixture := filepath.Join("..", "..", "testdata", "fixture.json")
+	out, errs, code := runCLI(t, "import", fixture, "--check")
+	require.Equal(t, 0, code, errs)
+	assert.Equal(t, "Checked 2 tables, 2 entities\n", out)
+
+	dir := filepath.Join(t.TempDir(), "db")
+	out, errs, code = runCLI(t, "import", fixture, "--data", dir, "--progress", "off")
+	require.Equal(t, 0, code, errs)
+	assert.Equal(t, "Imported 2 tables, 2 entities\n", out)
+	db, err := tabula.Open(dir, nil)
+	require.NoError(t, err)
+	e, err := db.Table("Orders").Get(ctx, "alice", "0001")
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+	assertFixtureOrder(t, e.Properties)
+
+	// The same again fails on the entities that exist, naming the flag that imports them.
+	_, errs, code = runCLI(t, "import", "--data", dir, fixture)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errs, "fixture.json: line 3: $.Orders[0]: entity (\"alice\", \"0001\") exists in the table already")
+	assert.Contains(t, errs, "(--existing replace, merge or skip imports it)")
+	assert.NotContains(t, errs, "Existing")
+
+	// Skipped entities are not counted as imported.
+	out, errs, code = runCLI(t, "import", "--data", dir, "--existing", "skip", fixture)
+	require.Equal(t, 0, code, errs)
+	assert.Equal(t, "Imported 2 tables, 0 entities (2 left out)\n", out)
+
+	// --check finds what an import would refuse, writing nothing.
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	require.NoError(t, os.WriteFile(bad, []byte("{\"Orders\": [\n {\"PartitionKey\": \"p\", \"RowKey\": \"r\", \"1x\": 1}]}"), 0o600))
+	_, errs, code = runCLI(t, "import", "--check", bad)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errs, "bad.json: line 2: $.Orders[0]")
+}
+
+// assertFixtureOrder checks the first entity of testdata/fixture.json, every EDM type.
+func assertFixtureOrder(t *testing.T, got tabula.Properties) {
+	t.Helper()
+	id, err := tabula.ParseGuid("c9da6455-213d-42c9-9a79-3e9149a57833")
+	require.NoError(t, err)
+	ratio, ok := got["Ratio"].(tabula.Double)
+	assert.True(t, ok && math.IsNaN(float64(ratio)), "Ratio %v", got["Ratio"])
+	due, ok := got["Due"].(tabula.DateTime)
+	assert.True(t, ok && time.Time(due).Equal(time.Date(2024, 5, 1, 10, 0, 0, 123456700, time.UTC)), "Due %v", got["Due"])
+	delete(got, "Ratio")
+	delete(got, "Due")
+	assert.Equal(t, tabula.Properties{"Name": tabula.String("Widget"), "Paid": tabula.Boolean(true), "Units": tabula.Int32(3),
+		"Total": tabula.Double(12.5), "Serial": tabula.Int64(math.MaxInt64), "Id": id, "Blob": tabula.Binary{0, 1, 2, 3}}, got)
+}
+
+// --namespaces "" is the first account's tables alone, and an empty name listed twice
+// (",") is still one namespace.
+func TestCLIExportNamespaces(t *testing.T) {
+	src := seedDir(t)
+	tmp := t.TempDir()
+	for _, v := range []string{"", ","} {
+		file := filepath.Join(tmp, "ns.jsonl")
+		_, errs, code := runCLI(t, "export", "--data", src, "--namespaces", v, file)
+		require.Equal(t, 0, code, errs)
+		assert.Contains(t, readFile(t, file), `{"@tabula":"eof","tables":3,"entities":120}`, "--namespaces %q", v)
+		_, errs, code = runCLI(t, "import", "--check", file)
+		require.Equal(t, 0, code, "--namespaces %q: %s", v, errs)
+	}
+	file := filepath.Join(tmp, "both.jsonl")
+	_, errs, code := runCLI(t, "export", "--data", src, "--namespaces", ",second", file)
+	require.Equal(t, 0, code, errs)
+	assert.Contains(t, readFile(t, file), `{"@tabula":"eof","tables":6,"entities":240}`)
+}
+
+// A .gz file cut short is an error naming the file and the line it stopped after.
+func TestCLIImportTruncatedGzip(t *testing.T) {
+	src := seedDir(t)
+	tmp := t.TempDir()
+	file := filepath.Join(tmp, "all.jsonl.gz")
+	_, errs, code := runCLI(t, "export", "--data", src, file)
+	require.Equal(t, 0, code, errs)
+	b, err := os.ReadFile(file)
+	require.NoError(t, err)
+	cut := filepath.Join(tmp, "cut.jsonl.gz")
+	require.NoError(t, os.WriteFile(cut, b[:len(b)*2/3], 0o600))
+	_, errs, code = runCLI(t, "import", "--check", cut)
+	assert.Equal(t, 1, code)
+	assert.Regexp(t, `cut.jsonl.gz: line \d+: reading the file: unexpected EOF \(--best-effort imports the tables whole before the cut\)`, errs)
+}
+
+// --export-on-exit to a path that cannot be written is refused at start, before any data
+// is at risk.
+func TestServeExportOnExitCheckedAtStart(t *testing.T) {
+	_, errs, code := runCLI(t, "serve", "--in-memory", "--addr", "127.0.0.1:0", "--silent", "--export-on-exit", filepath.Join(t.TempDir(), "missing", "x.jsonl"))
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errs, "--export-on-exit")
+}
+
+// serve --import puts a file's accounts in the namespaces the server serves them from,
+// whatever the order of --accounts.
+func TestServeImportAccounts(t *testing.T) {
+	ctx := context.Background()
+	src := tabulatest.Tables(map[string][]tabula.Entity{"Orders": {{PartitionKey: "p", RowKey: "r"}}}).Open(t, nil)
+	var file bytes.Buffer
+	require.NoError(t, tabula.ExportService(ctx, tabula.Embedded(src), &file, &tabula.ExportOptions{Account: "myacct"}))
+	path := filepath.Join(t.TempDir(), "f.jsonl")
+	require.NoError(t, os.WriteFile(path, file.Bytes(), 0o600))
+	for _, accounts := range [][]string{{"myacct"}, {"other", "myacct"}, {"myacct", "other"}} {
+		db, err := tabula.OpenInMemory(nil)
+		require.NoError(t, err)
+		var list []server.Account
+		for _, a := range accounts {
+			list = append(list, server.Account{Name: a, Keys: []string{server.DevelopmentAccountKey}})
+		}
+		h, err := server.New(db, &server.Options{Accounts: list})
+		require.NoError(t, err)
+		_ = h
+		p, err := importAtStart(ctx, db, path, accounts)
+		require.NoError(t, err)
+		assert.EqualValues(t, 1, p.Tables)
+		assigned, _, err := db.AssignNamespaces(ctx, accounts)
+		require.NoError(t, err)
+		_, err = assigned["myacct"].Table("Orders").Get(ctx, "p", "r")
+		assert.NoError(t, err, "--accounts %v", accounts)
+		require.NoError(t, db.Close())
+	}
+}
+
+// A hand-written fixture loads at serve's start.
+func TestServeImportFixture(t *testing.T) {
+	r := start(t, "--in-memory", "--addr", "127.0.0.1:0", "--silent", "--import", filepath.Join("..", "..", "testdata", "fixture.json"))
+	assert.Contains(t, r.out.String(), "Imported 2 tables, 2 entities from ")
+	c, err := remote.Dial(r.connStr, nil)
+	require.NoError(t, err)
+	e, err := c.Table("Orders").Get(context.Background(), "alice", "0001")
+	require.NoError(t, err)
+	assertFixtureOrder(t, e.Properties)
+	r.shutdown(t)
 }

@@ -72,6 +72,11 @@ func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer) (err erro
 		cfg.db.Logger = slog.New(slog.NewTextHandler(stderr, nil))
 	}
 
+	if cfg.exportOnExit != "" {
+		if err := checkExportPath(cfg.exportOnExit); err != nil {
+			return fmt.Errorf("--export-on-exit %s: %w", cfg.exportOnExit, err)
+		}
+	}
 	// Listen first: a port in use is the commonest failure, and it should cost nothing,
 	// least of all a data directory made for a server that never ran.
 	ln, err := listen(cfg)
@@ -111,9 +116,15 @@ func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer) (err erro
 		return err
 	}
 	if cfg.importFile != "" {
-		p, err := importAtStart(ctx, db.DB, cfg.importFile)
+		// After the server has assigned its accounts their namespaces, so that the file's
+		// accounts land where it serves them.
+		var accounts []string
+		for _, a := range h.Accounts() {
+			accounts = append(accounts, a.Name)
+		}
+		p, err := importAtStart(ctx, db.DB, cfg.importFile, accounts)
 		if err != nil {
-			return fmt.Errorf("--import %s: %w", cfg.importFile, err)
+			return fmt.Errorf("--import: %w", err)
 		}
 		fmt.Fprintf(stdout, "Imported %s, %s from %s.\n", count(p.Tables, "table"), count(p.Entities, "entity"), cfg.importFile)
 	}

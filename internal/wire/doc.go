@@ -27,7 +27,8 @@
 //
 // # The interchange format
 //
-// Tabula's export and import files (tabula.Export, tabula.Import, tabula export and import)
+// Tabula's export and import files (tabula.Export, tabula.Import, tabula export and import;
+// an import also reads the fixture format of fixture.go, told apart by the first line)
 // are JSON Lines: UTF-8, one JSON object a line, gzip-compressed when the file's name ends in
 // .gz (the command line's choice; the format is the text). An entity is a line of its own in
 // the form a query response gives it at minimal metadata, so any tool that reads the

@@ -312,6 +312,9 @@ type Record struct {
 	Entity Entity
 	// Entities counts a RecordTableEnd's entities.
 	Entities int64
+	// Path is the JSON path of a fixture's table or entity ($.Orders[3]); empty in an
+	// interchange file, whose lines name them.
+	Path string
 }
 
 // FormatError is a line of an interchange file that breaks its rules, or a file that ends
@@ -330,9 +333,9 @@ type FormatError struct {
 
 func (e *FormatError) Error() string {
 	if e.Field == "" {
-		return fmt.Sprintf("interchange file, line %d: %s", e.Line, e.Rule)
+		return fmt.Sprintf("line %d: %s", e.Line, e.Rule)
 	}
-	return fmt.Sprintf("interchange file, line %d: %s: %s", e.Line, e.Field, e.Rule)
+	return fmt.Sprintf("line %d: %s: %s", e.Line, e.Field, e.Rule)
 }
 
 // ErrTruncated is matched (errors.Is) by the FormatError of a file that ends before its

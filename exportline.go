@@ -12,10 +12,10 @@ import (
 )
 
 // An export writes every stored entity as a line of JSON. Decoding each record into a
-// wire.Entity first copied every string and key into the heap only for the encoder to
-// read it once; lineTranscoder writes the line straight from the stored key and record
-// bytes instead, reading strings and binaries in place, through the same wire functions
-// that write an Entity, so that the line is the one wire.Encoder.Entity would write.
+// wire.Entity would copy every string and key into the heap only for the encoder to read
+// it once, so lineTranscoder writes the line straight from the stored key and record
+// bytes, reading strings and binaries in place, through the same wire functions that
+// write an Entity, so that the line is the one wire.Encoder.Entity would write.
 
 // errUnusualRecord is a record the transcoder leaves to the generic decoder: one it cannot
 // read, or whose properties are not in strict name order (which encodeRecord always

@@ -1,0 +1,109 @@
+package tabula
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/tabuladb/tabula/internal/wire"
+)
+
+// CheckImport reads a file as DB.Import would and checks every line by the same rules,
+// writing nothing anywhere: the grammar and counts of an interchange file, or a fixture's
+// structure; each table's name, access policies and service properties; each entity by the
+// service's rules, and its keys once in its table. What depends on a database it does not
+// check: an entity that exists already, or a table being deleted. It holds the keys of the
+// table being read. Its Progress and errors are DB.Import's.
+func CheckImport(ctx context.Context, r io.Reader, opts *ImportOptions) (Progress, error) {
+	if opts == nil {
+		opts = &ImportOptions{}
+	}
+	im, err := newImporter(r, opts)
+	if err != nil {
+		return Progress{}, err
+	}
+	var (
+		tables   = map[string]int{} // lower-case account and name → line
+		keys     map[string]struct{}
+		skipping bool
+	)
+	check := func(rec *wire.Record) error {
+		switch rec.Kind {
+		case wire.RecordAccount:
+			return checkServiceProperties(rec)
+		case wire.RecordTable:
+			if skipping = !im.wanted(rec.Table); skipping {
+				return nil
+			}
+			field := cmp.Or(rec.Path, "table")
+			if err := validateTableName(rec.Table); err != nil {
+				return &ImportError{Line: rec.Line, Field: field, Rule: ruleOf(err), Err: err}
+			}
+			name := rec.Account + "\x00" + strings.ToLower(rec.Table)
+			if line, twice := tables[name]; twice {
+				return &ImportError{Line: rec.Line, Field: field, Rule: fmt.Sprintf("table %q is in the file twice, at lines %d and %d", rec.Table, line, rec.Line), Err: ErrInvalidInput}
+			}
+			tables[name] = rec.Line
+			keys = map[string]struct{}{}
+			im.p.Account, im.p.Table, im.p.InTable, im.p.TableEntities = rec.Account, rec.Table, true, 0
+			_, err := tablePolicies(rec)
+			return err
+		case wire.RecordEntity:
+			if skipping {
+				return nil
+			}
+			e, _, err := entityOf(&rec.Entity)
+			if err == nil {
+				key := string(entityKey(0, e.PartitionKey, e.RowKey))
+				if _, twice := keys[key]; twice {
+					err = ErrInvalidInput.WithDetail("entity (%q, %q) is in the table twice", e.PartitionKey, e.RowKey)
+				}
+				keys[key] = struct{}{}
+			}
+			if err != nil {
+				if opts.BestEffort {
+					im.p.Skipped++
+					return nil
+				}
+				return importError(rec.Line, rec.Path, err)
+			}
+			im.p.Entities++
+			im.p.TableEntities++
+			if im.p.Entities%im.every == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				return im.progress()
+			}
+		case wire.RecordTableEnd:
+			if skipping {
+				skipping = false
+				return nil
+			}
+			keys = nil
+			im.p.Tables++
+			im.p.InTable = false
+			return im.progress()
+		}
+		return nil
+	}
+	for {
+		rec, err := im.dec.Next()
+		if err == io.EOF {
+			return im.p, nil
+		}
+		if err != nil {
+			if opts.BestEffort && skippable(err) {
+				im.p.Skipped++
+				continue
+			}
+			return im.p, readError(im.p.Line, err)
+		}
+		im.p.Line = rec.Line
+		if err := check(&rec); err != nil {
+			return im.p, err
+		}
+	}
+}
