@@ -255,3 +255,31 @@ func TestREADMEPitfallTransactionFailure(t *testing.T) {
 	_, _, ok = transactionFailure(errors.New("other"))
 	assert.False(t, ok)
 }
+
+// Every JSON fixture README.md shows loads: a hand-written fixture's rules are what the
+// README teaches.
+func TestREADMEFixtures(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	lines := strings.Split(string(readme), "\n")
+	loaded := 0
+	for i := 0; i < len(lines); i++ {
+		if lines[i] != "```json" {
+			continue
+		}
+		end := i + 1
+		for end < len(lines) && lines[end] != "```" {
+			end++
+		}
+		fixture := strings.Join(lines[i+1:end], "\n")
+		db, err := tabula.OpenInMemory(nil)
+		require.NoError(t, err)
+		p, err := db.Import(context.Background(), strings.NewReader(fixture), nil)
+		require.NoError(t, err, "README.md line %d", i+1)
+		assert.Positive(t, p.Entities, "README.md line %d", i+1)
+		require.NoError(t, db.Close())
+		loaded++
+		i = end
+	}
+	assert.Positive(t, loaded, "README.md shows a fixture a person writes")
+}
