@@ -249,7 +249,9 @@ func TestDamagedTableServesTheRest(t *testing.T) {
 	}
 	ctx := context.Background()
 	dir := t.TempDir()
-	db, err := tabula.Open(dir, nil)
+	// The smallest budget has the smallest memtables, so that 14 MiB make several files.
+	small := &tabula.Options{MemoryBudget: 256 << 20}
+	db, err := tabula.Open(dir, small)
 	require.NoError(t, err)
 	_, err = db.CreateTable(ctx, damageTable)
 	require.NoError(t, err)
@@ -270,7 +272,7 @@ func TestDamagedTableServesTheRest(t *testing.T) {
 	data[len(data)/4] ^= 0x10
 	require.NoError(t, os.WriteFile(victim, data, 0o644))
 
-	db, err = tabula.Open(dir, nil)
+	db, err = tabula.Open(dir, small)
 	require.NoError(t, err, "a damaged table of entities leaves the rest readable")
 	defer db.Close()
 	tbl := db.Table(damageTable)

@@ -147,15 +147,14 @@ func (s *Server) checkSharedKey(c *call, keys [][]byte, auth, rawPath string) st
 const sharedKeyMismatch = "the signature does not match the request"
 
 // wrongKey is the AuthenticationFailed of a signature no key of account makes. The hint says
-// which key to check, in the detail (the request log, X-Tabula-Error-Detail) and after the
-// service's message, which it never replaces, for clients that show only the message (the
-// Python SDK's).
+// which key to check, in the detail (the request log, X-Tabula-Error-Detail); the body stays
+// the service's own, as its recorded answers have it, since clients may compare it.
 func wrongKey(account, why string) *tabula.Error {
 	hint := "check the AccountKey in the connection string: it must be a key of account " + account
 	if account == DevelopmentAccountName {
 		hint += " (the emulators' published key, unless the server was given --accounts)"
 	}
-	return withMessage(errAuthenticationFailed, errAuthenticationFailed.Message+"\nTabula: "+hint+".", why+"; "+hint)
+	return errAuthenticationFailed.WithDetail("%s; %s", why, hint)
 }
 
 // atSecondary prepares a path-style request to the secondary, whose escaped path after the

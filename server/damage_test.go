@@ -26,7 +26,9 @@ func TestDamagedFileIsA500(t *testing.T) {
 	}
 	ctx := context.Background()
 	dir := t.TempDir()
-	db, err := tabula.Open(dir, nil)
+	// The smallest budget has the smallest memtables, so that 14 MiB make several files.
+	small := &tabula.Options{MemoryBudget: 256 << 20}
+	db, err := tabula.Open(dir, small)
 	require.NoError(t, err)
 	tbl, err := db.CreateTable(ctx, "Damaged")
 	require.NoError(t, err)
@@ -52,7 +54,7 @@ func TestDamagedFileIsA500(t *testing.T) {
 	data[len(data)/4] ^= 0x01
 	require.NoError(t, os.WriteFile(victim, data, 0o644))
 
-	db, err = tabula.Open(dir, nil)
+	db, err = tabula.Open(dir, small)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })
 	s, err := New(db, &Options{Clock: func() time.Time { return testNow }})

@@ -11,9 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// A request signed with a key the account does not have says which key to check: in the
-// detail (the request log, X-Tabula-Error-Detail) and after the service's message, which
-// comes first and whole, for SDKs that show only the message.
+// A request signed with a key the account does not have says which key to check, in the
+// detail (the request log, X-Tabula-Error-Detail); the message is the service's, whole.
 func TestWrongKeySaysWhichKeyToCheck(t *testing.T) {
 	h := newHarness(t, nil)
 	h.createTable("Auth")
@@ -35,6 +34,6 @@ func TestWrongKeySaysWhichKeyToCheck(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &body))
 	msg := body.Error.Message.Value
-	assert.True(t, strings.HasPrefix(msg, errAuthenticationFailed.Message+"\nTabula: check the AccountKey"), msg)
+	assert.True(t, strings.HasPrefix(msg, errAuthenticationFailed.Message+"\nRequestId:"), msg)
 	assert.Contains(t, msg, "\nRequestId:")
 }

@@ -42,7 +42,7 @@ func TestBadgerOptions(t *testing.T) {
 			assert.Equal(t, 2, o.NumCompactors)
 			assert.Equal(t, options.None, o.Compression)
 			assert.Equal(t, tc.threshold, o.ValueThreshold, "value threshold")
-			assert.Equal(t, options.OnBlockRead, o.ChecksumVerificationMode, "blocks checked as read")
+			assert.Equal(t, options.NoVerification, o.ChecksumVerificationMode, "blocks checked once, at Open (verify.go)")
 			assert.True(t, o.VerifyValueChecksum, "value-log entries checked as read")
 			// Every table is a memtable's size, at every level, so that a table builder's
 			// first buffer (twice the table size) holds a flushed memtable's table, blocks
