@@ -347,7 +347,6 @@ func mustEntityOf[T any](t *testing.T, v T) Entity {
 	return e
 }
 
-
 // TestTypedReadErrors: a stored property that does not fit its field is an error naming the
 // field; the read of a missing entity is ResourceNotFound.
 func TestTypedReadErrors(t *testing.T) {
@@ -414,7 +413,7 @@ func firstErr[T any](seq func(func(T, error) bool)) error {
 // every typed function, before anything is sent.
 func TestStructErrors(t *testing.T) {
 	type (
-		keys struct{ PartitionKey, RowKey string }
+		keys  struct{ PartitionKey, RowKey string }
 		pkInt struct {
 			PartitionKey int
 			RowKey       string
