@@ -427,12 +427,7 @@ func (c *structCodec) entity(base unsafe.Pointer) (Entity, error) {
 // fill sets the struct at base from e: keys, Timestamp, ETag, the fields e has properties
 // for, and the catch-all with the properties no field names. The struct must be zero.
 func (c *structCodec) fill(base unsafe.Pointer, e *Entity) error {
-	if c.pk != noField {
-		*(*string)(at(base, c.pk)) = e.PartitionKey
-	}
-	if c.rk != noField {
-		*(*string)(at(base, c.rk)) = e.RowKey
-	}
+	c.setKeys(base, e.PartitionKey, e.RowKey)
 	c.setVersion(base, e.Timestamp, e.ETag)
 	// In name order, as records hold them, so that both report the same first misfit.
 	for _, name := range sortedNames(e.Properties) {

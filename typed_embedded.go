@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 	"unsafe"
+
+	"github.com/tabuladb/tabula/internal/wire"
 )
 
 // The typed reads of the embedded engine: a stored record is decoded straight into the
@@ -120,10 +122,21 @@ func (p *typedPage[T]) decode(record []byte, keep func(string) bool) (int64, err
 
 func (p *typedPage[T]) take(pk, rk string, rkView bool, ticks int64) {
 	c := p.r.c
+	base := unsafe.Pointer(&p.items[len(p.items)-1])
+	if rkView && c.rk != noField && c.etag != noField {
+		// The RowKey, a view of the stored key, and the ETag share one allocation, as in
+		// scanRecord.entity: they live and die with the struct.
+		buf := make([]byte, 0, len(rk)+maxETagLen)
+		buf = wire.AppendETag(append(buf, rk...), ticks)
+		etag := unsafe.String(unsafe.SliceData(buf[len(rk):]), len(buf)-len(rk))
+		c.setKeys(base, pk, unsafe.String(unsafe.SliceData(buf), len(rk)))
+		c.setVersion(base, timeOfTicks(ticks), ETag(etag))
+		return
+	}
 	if rkView && c.rk != noField {
 		rk = strings.Clone(rk)
 	}
-	c.setSystem(unsafe.Pointer(&p.items[len(p.items)-1]), pk, rk, ticks)
+	c.setSystem(base, pk, rk, ticks)
 }
 
 func (p *typedPage[T]) reverse() {
@@ -174,17 +187,22 @@ func queryRecordsAs[T any](ctx context.Context, src recordSource, c *structCodec
 // setSystem sets the system fields the struct at base has, from a stored version's ticks.
 // The ETag is made only for a struct that keeps it.
 func (c *structCodec) setSystem(base unsafe.Pointer, pk, rk string, ticks int64) {
-	if c.pk != noField {
-		*(*string)(at(base, c.pk)) = pk
-	}
-	if c.rk != noField {
-		*(*string)(at(base, c.rk)) = rk
-	}
+	c.setKeys(base, pk, rk)
 	if c.timestamp != noField {
 		*(*time.Time)(at(base, c.timestamp)) = timeOfTicks(ticks)
 	}
 	if c.etag != noField {
 		*(*ETag)(at(base, c.etag)) = etagOf(ticks)
+	}
+}
+
+// setKeys sets the key fields the struct at base has.
+func (c *structCodec) setKeys(base unsafe.Pointer, pk, rk string) {
+	if c.pk != noField {
+		*(*string)(at(base, c.pk)) = pk
+	}
+	if c.rk != noField {
+		*(*string)(at(base, c.rk)) = rk
 	}
 }
 
