@@ -27,11 +27,11 @@ func FuzzRecordAs(f *testing.F) {
 		"When": DateTime(minDateTime), "Ratio": Double(math.NaN()), "ID": Guid{1}, "IDText": Guid{2},
 		"Small": Int32(math.MinInt32), "Wide": Int32(3), "Big": Int64(math.MinInt64), "Plain": Int64(math.MaxInt64),
 		"Narrow": Int32(-1), "Maybe": String(""), "MaybeWhen": DateTime(maxDateTime), "Zzz": Int64(5)})
-	seed(7, Properties{"Small": Int64(1)})   // a misfit
-	seed(7, Properties{"Narrow": Int64(1)})  // another
-	seed(7, Properties{"Other": Binary(nil)}) // to the catch-all
+	seed(7, Properties{"Small": Int64(1)})                                                        // a misfit
+	seed(7, Properties{"Narrow": Int64(1)})                                                       // another
+	seed(7, Properties{"Other": Binary(nil)})                                                     // to the catch-all
 	f.Add([]byte{recordVersion, 0x01, 0x91, 0xa4, 'T', 'e', 'x', 't', 0x07, 0xd2, 0x80, 0, 0, 0}) // Int32 under a String field
-	f.Add([]byte{recordVersion, 0x01, 0x92, 0xa1, 'b', 0x07, 0x01, 0xa1, 'a', 0x07, 0x02})       // names out of order
+	f.Add([]byte{recordVersion, 0x01, 0x92, 0xa1, 'b', 0x07, 0x01, 0xa1, 'a', 0x07, 0x02})        // names out of order
 
 	c, err := codecOf[typedAll]()
 	require.NoError(f, err)
