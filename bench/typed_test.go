@@ -16,8 +16,9 @@ import (
 
 // Typed entities (tabula.GetAs, tabula.QueryAs) against the same work on the raw store: the
 // record read and decoded with msgpack straight into the same struct, its keys, Timestamp
-// and ETag set. Each benchmark also runs the engine's map-based call ("map"), the path the
-// typed one replaces. Sub-benchmarks: typed, map, and badger (and btree in memory).
+// and ETag set. Sub-benchmarks: typed, and badger (and btree in memory). The map-based
+// calls the typed ones replace are BenchmarkPointGet/engine and BenchmarkPartitionScan/engine,
+// run in the same command (BENCHMARKS.md).
 
 // payloadRow is the payload shape's entity as a struct.
 type payloadRow struct {
@@ -157,21 +158,6 @@ func benchTypedPointGet[T any, R interface {
 		}
 		reportRate(b, n, "entities/s")
 	})
-	b.Run("map", func(b *testing.B) {
-		b.ReportAllocs()
-		n := 0
-		markCPU(b)
-		for b.Loop() {
-			k := fx.keys[n%len(fx.keys)]
-			e, err := fx.spread.Get(ctx, k.pk, k.rk)
-			if err != nil {
-				b.Fatal(err)
-			}
-			sinkEntity = e
-			n++
-		}
-		reportRate(b, n, "entities/s")
-	})
 	for _, base := range baselines(fx) {
 		b.Run(base.name, func(b *testing.B) {
 			// A read-only transaction (the committed tree, in memory), one Get, and the record
@@ -262,25 +248,6 @@ func benchTypedPartitionScan[T any, R interface {
 			p++
 		}
 		sinkRow = rows
-		reportRate(b, n, "entities/s")
-	})
-	b.Run("map", func(b *testing.B) {
-		// Today's BenchmarkPartitionScan/engine: one page of Entities.
-		b.ReportAllocs()
-		q := tabula.Query{Filter: filter}
-		n := 0
-		markCPU(b)
-		for b.Loop() {
-			page, err := fx.deep.Query(ctx, q)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if len(page.Entities) != tabula.MaxEntitiesPerPage {
-				b.Fatalf("page of %d entities", len(page.Entities))
-			}
-			n += len(page.Entities)
-			q.Continuation = page.Continuation
-		}
 		reportRate(b, n, "entities/s")
 	})
 	for _, base := range baselines(fx) {
