@@ -636,3 +636,55 @@ func TestTypedScanHonoursPaging(t *testing.T) {
 		assert.Equal(t, want, got)
 	}
 }
+
+// TestTypedConcurrentFirstUse reads and writes a type not used before from many goroutines
+// at once: the mapping is made once under contention, and the pooled readers are never
+// shared (run with -race).
+func TestTypedConcurrentFirstUse(t *testing.T) {
+	ctx := context.Background()
+	tbl := createTable(t, openStore(t, nil), "Concurrent")
+	type fresh struct {
+		PartitionKey, RowKey string
+		ETag                 ETag
+		N                    int64
+		Rest                 Properties
+	}
+	const workers, rows = 8, 20
+	errs := make(chan error, workers)
+	for w := range workers {
+		go func() {
+			errs <- func() error {
+				pk := fmt.Sprintf("w%d", w)
+				for i := range rows {
+					if _, err := InsertAs(ctx, tbl, fresh{PartitionKey: pk, RowKey: fmt.Sprintf("%02d", i), N: int64(w*100 + i)}); err != nil {
+						return err
+					}
+					got, err := GetAs[fresh](ctx, tbl, pk, fmt.Sprintf("%02d", i))
+					if err != nil {
+						return err
+					}
+					if got.N != int64(w*100+i) || got.ETag == "" {
+						return fmt.Errorf("read %+v", got)
+					}
+				}
+				n := 0
+				for v, err := range QueryAs[fresh](ctx, tbl, Query{Filter: "PartitionKey eq '" + pk + "'"}) {
+					if err != nil {
+						return err
+					}
+					if v.N != int64(w*100+n) {
+						return fmt.Errorf("query row %d: %+v", n, v)
+					}
+					n++
+				}
+				if n != rows {
+					return fmt.Errorf("query gave %d rows", n)
+				}
+				return nil
+			}()
+		}()
+	}
+	for range workers {
+		require.NoError(t, <-errs)
+	}
+}
