@@ -438,22 +438,20 @@ func (c *structCodec) fill(base unsafe.Pointer, e *Entity) error {
 	return nil
 }
 
-// field returns the index of the field of property name, or -1; from is a guess where to
-// start, records and fields being in the same order.
+// field returns the index of the field of property name, or -1. Records and fields are both
+// in name order, so the search starts at from, the field after the one found last, unless
+// name does not come after that one (a record out of order, which only a corrupt one is).
 func (c *structCodec) field(name string, from int) int {
-	for i := max(from, 0); i < len(c.fields); i++ {
+	if from > 0 && c.fields[from-1].name >= name {
+		from = 0
+	}
+	for i := from; i < len(c.fields); i++ {
 		switch n := c.fields[i].name; {
 		case n == name:
 			return i
 		case n > name:
-			if from > 0 { // the guess was wrong: the names were not in order
-				return c.field(name, 0)
-			}
 			return -1
 		}
-	}
-	if from > 0 {
-		return c.field(name, 0)
 	}
 	return -1
 }
