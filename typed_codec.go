@@ -71,8 +71,8 @@ type structCodec struct {
 	// offsets of the system fields and the catch-all; noField when the struct has none.
 	pk, rk, timestamp, etag, rest uintptr
 	err                           error
-	// readers and gets pool the recordReaders and typedGets of the type's reads.
-	readers, gets sync.Pool
+	// gets and pages pool the typedGets and typedPages of the type's reads.
+	gets, pages sync.Pool
 }
 
 const noField = ^uintptr(0)
@@ -184,7 +184,6 @@ func newStructCodec(typ reflect.Type) *structCodec {
 		return r
 	}
 	slices.SortFunc(c.fields, func(a, b structField) int { return strings.Compare(a.name, b.name) })
-	c.readers.New = func() any { return c.newRecordReader() }
 	c.gets.New = func() any {
 		g := &typedGet{r: c.newRecordReader()}
 		g.sink = g.decode

@@ -92,6 +92,9 @@ func (t *Table) lookupAs(ctx context.Context, c *structCodec, base unsafe.Pointe
 	return err
 }
 
+// maxPooledPage bounds the bytes of a page of structs kept for the next query.
+const maxPooledPage = 1 << 20
+
 // typedPage is a recordSink collecting a page of Ts.
 type typedPage[T any] struct {
 	r     *recordReader
@@ -154,9 +157,18 @@ func queryRecordsAs[T any](ctx context.Context, src recordSource, c *structCodec
 		yield(zero, err)
 		return
 	}
-	r := c.readers.Get().(*recordReader)
-	defer c.readers.Put(r)
-	sink := &typedPage[T]{r: r}
+	// The page, its slice of up to 1,000 Ts and its reader are pooled with the type's
+	// mapping: growing the slice again for every query cost more than the structs' strings.
+	sink, _ := c.pages.Get().(*typedPage[T])
+	if sink == nil {
+		sink = &typedPage[T]{r: c.newRecordReader()}
+	}
+	defer func() {
+		sink.reset()
+		if uintptr(cap(sink.items))*unsafe.Sizeof(zero) <= maxPooledPage {
+			c.pages.Put(sink)
+		}
+	}()
 	next := q.Continuation
 	for {
 		page, err := src.pageTo(ctx, &p, next, sink)
