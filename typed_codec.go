@@ -261,13 +261,13 @@ func newStructField(f reflect.StructField, name, opts string) (structField, *Str
 	return sf, nil
 }
 
-// at is the address of the field at offset off of the struct at base.
-func at(base unsafe.Pointer, off uintptr) unsafe.Pointer { return unsafe.Add(base, off) }
+// fieldAt is the address of the field at offset off of the struct at base.
+func fieldAt(base unsafe.Pointer, off uintptr) unsafe.Pointer { return unsafe.Add(base, off) }
 
 // value returns the field's property at base, and whether it is there to write: a nil
 // pointer, and an empty value with omitempty, are not.
 func (f *structField) value(base unsafe.Pointer) (Property, bool, error) {
-	p := at(base, f.offset)
+	p := fieldAt(base, f.offset)
 	if f.ptr != nil {
 		p = *(*unsafe.Pointer)(p)
 		if p == nil {
@@ -338,7 +338,7 @@ func (f *structField) set(base unsafe.Pointer, v odata.Value) error {
 	if v.Type != f.edm && !(v.Type == odata.Int32 && f.edm == odata.Int64) {
 		return fmt.Errorf("property %q is %s, not the field's %s", f.name, v.Type, f.edm)
 	}
-	p := at(base, f.offset)
+	p := fieldAt(base, f.offset)
 	if f.ptr != nil {
 		elem := reflect.New(f.ptr.Elem()).UnsafePointer()
 		*(*unsafe.Pointer)(p) = elem
@@ -396,11 +396,11 @@ func (c *structCodec) entity(base unsafe.Pointer) (Entity, error) {
 		}
 		return e, &StructError{Type: c.typ, Problem: "has no " + missing + " field, so it cannot be written"}
 	}
-	e.PartitionKey = *(*string)(at(base, c.pk))
-	e.RowKey = *(*string)(at(base, c.rk))
+	e.PartitionKey = *(*string)(fieldAt(base, c.pk))
+	e.RowKey = *(*string)(fieldAt(base, c.rk))
 	var rest Properties
 	if c.rest != noField {
-		rest = *(*Properties)(at(base, c.rest))
+		rest = *(*Properties)(fieldAt(base, c.rest))
 	}
 	e.Properties = make(Properties, len(c.fields)+len(rest))
 	for name, v := range rest {
@@ -469,7 +469,7 @@ func (c *structCodec) put(base unsafe.Pointer, name string, v odata.Value, i int
 		return nil
 	}
 	if c.rest != noField {
-		rest := (*Properties)(at(base, c.rest))
+		rest := (*Properties)(fieldAt(base, c.rest))
 		if *rest == nil {
 			*rest = Properties{}
 		}

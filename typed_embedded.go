@@ -201,29 +201,29 @@ func queryRecordsAs[T any](ctx context.Context, src recordSource, c *structCodec
 func (c *structCodec) setSystem(base unsafe.Pointer, pk, rk string, ticks int64) {
 	c.setKeys(base, pk, rk)
 	if c.timestamp != noField {
-		*(*time.Time)(at(base, c.timestamp)) = timeOfTicks(ticks)
+		*(*time.Time)(fieldAt(base, c.timestamp)) = timeOfTicks(ticks)
 	}
 	if c.etag != noField {
-		*(*ETag)(at(base, c.etag)) = etagOf(ticks)
+		*(*ETag)(fieldAt(base, c.etag)) = etagOf(ticks)
 	}
 }
 
 // setKeys sets the key fields the struct at base has.
 func (c *structCodec) setKeys(base unsafe.Pointer, pk, rk string) {
 	if c.pk != noField {
-		*(*string)(at(base, c.pk)) = pk
+		*(*string)(fieldAt(base, c.pk)) = pk
 	}
 	if c.rk != noField {
-		*(*string)(at(base, c.rk)) = rk
+		*(*string)(fieldAt(base, c.rk)) = rk
 	}
 }
 
 // setVersion sets the Timestamp and ETag fields the struct at base has.
 func (c *structCodec) setVersion(base unsafe.Pointer, ts time.Time, etag ETag) {
 	if c.timestamp != noField {
-		*(*time.Time)(at(base, c.timestamp)) = ts
+		*(*time.Time)(fieldAt(base, c.timestamp)) = ts
 	}
 	if c.etag != noField {
-		*(*ETag)(at(base, c.etag)) = etag // an ETag and a string share a layout
+		*(*ETag)(fieldAt(base, c.etag)) = etag // an ETag and a string share a layout
 	}
 }
