@@ -204,7 +204,7 @@ func newStructField(f reflect.StructField, name, opts string) (structField, *Str
 	if _, err := validatePropertyName(name); err != nil {
 		var te *Error
 		errors.As(err, &te)
-		return sf, &StructError{Problem: fmt.Sprintf("property name %q: %s", name, te.Detail), Err: err}
+		return sf, &StructError{Problem: te.Detail, Err: err} // the detail names the property
 	}
 	var edm EdmType
 	for opt := range strings.SplitSeq(opts, ",") {

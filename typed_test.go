@@ -489,7 +489,7 @@ func TestStructErrors(t *testing.T) {
 		{"float32", errorOf[float32s], "Score", "type float32 maps to no EDM type (string, []byte, bool, float64, int32, int64, int, [16]byte, time.Time, or a pointer to one)", nil},
 		{"int64 as Double", errorOf[badOption], "N", "type int64 cannot be stored as Edm.Double", nil},
 		{"unknown option", errorOf[unknownOption], "N", `tag option "string" is neither omitempty nor one EDM type such as Edm.Int64`, nil},
-		{"bad name", errorOf[badName], "N", `property name "2fast": property name "2fast": U+0032 is not allowed in a C# identifier at that position`, ErrPropertyNameInvalid},
+		{"bad name", errorOf[badName], "N", `property name "2fast": U+0032 is not allowed in a C# identifier at that position`, ErrPropertyNameInvalid},
 		{"Timestamp on a string", errorOf[systemName], "X", "is the Timestamp, so it must be a time.Time, not string", nil},
 		{"duplicate", errorOf[duplicate], "B", `maps to property "N", as field A does`, nil},
 		{"two catch-alls", errorOf[twoRests], "B", "is a second catch-all of unnamed properties field", nil},
