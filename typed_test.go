@@ -189,6 +189,7 @@ func TestTypedMatchesUntyped(t *testing.T) {
 		{Filter: "PartitionKey eq 'p2' and RowKey eq 'r05'"},
 		{Filter: "Flag eq true", Top: 7},
 		{Filter: "Small gt 0 or Big lt 0", Select: []string{"Small", "Big", "Extra0"}},
+		{Filter: "PartitionKey eq 'p0'", Select: []string{"Text", "Maybe", "Extra1"}},
 	} {
 		compareQueries(t, tbl, q)
 	}
