@@ -39,7 +39,16 @@ func InsertAs[T any](ctx context.Context, t TableAPI, v T) (T, error) {
 	if err != nil {
 		return v, err
 	}
-	stored, err := t.Insert(ctx, e)
+	var stored Entity
+	if src, ok := t.(recordSource); ok {
+		// Table.Insert would copy the properties into the entity it returns.
+		var ticks int64
+		if ticks, err = src.applyOne(ctx, InsertAction(e)); err == nil {
+			stored.Timestamp, stored.ETag = timeOfTicks(ticks), etagOf(ticks)
+		}
+	} else {
+		stored, err = t.Insert(ctx, e)
+	}
 	if err != nil {
 		return v, err
 	}
