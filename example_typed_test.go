@@ -26,20 +26,14 @@ type Movie struct {
 // the struct, and the update is conditional on the ETag it read.
 func ExampleGetAs() {
 	ctx := context.Background()
-	db, err := tabula.OpenInMemory(nil)
-	if err != nil {
-		log.Fatal(err)
-	}
+	db, _ := tabula.OpenInMemory(nil)
 	defer db.Close()
-	movies, err := db.CreateTable(ctx, "Movies")
-	if err != nil {
-		log.Fatal(err)
-	}
+	movies, _ := db.CreateTable(ctx, "Movies")
 	if _, err := tabula.InsertAs(ctx, movies, Movie{Genre: "Action", Title: "Heat", Rating: 4.5, Year: 1995}); err != nil {
 		log.Fatal(err)
 	}
 	// Another program adds a property this one does not know.
-	_, err = movies.Update(ctx, tabula.Entity{PartitionKey: "Action", RowKey: "Heat",
+	_, err := movies.Update(ctx, tabula.Entity{PartitionKey: "Action", RowKey: "Heat",
 		Properties: tabula.Properties{"Director": tabula.String("Michael Mann")}}, tabula.Merge, tabula.AnyETag)
 	if err != nil {
 		log.Fatal(err)
@@ -67,15 +61,9 @@ func ExampleGetAs() {
 // A query's entities as structs, page after page.
 func ExampleQueryAs() {
 	ctx := context.Background()
-	db, err := tabula.OpenInMemory(nil)
-	if err != nil {
-		log.Fatal(err)
-	}
+	db, _ := tabula.OpenInMemory(nil)
 	defer db.Close()
-	movies, err := db.CreateTable(ctx, "Movies")
-	if err != nil {
-		log.Fatal(err)
-	}
+	movies, _ := db.CreateTable(ctx, "Movies")
 	for i, title := range []string{"Alien", "Heat", "Ronin"} {
 		if _, err := tabula.InsertAs(ctx, movies, Movie{Genre: "Action", Title: title, Rating: 3.5 + float64(i)/2}); err != nil {
 			log.Fatal(err)
@@ -95,15 +83,9 @@ func ExampleQueryAs() {
 // Structs in an entity group transaction, and a Retrieve's entity as a struct.
 func ExampleInsertActionOf() {
 	ctx := context.Background()
-	db, err := tabula.OpenInMemory(nil)
-	if err != nil {
-		log.Fatal(err)
-	}
+	db, _ := tabula.OpenInMemory(nil)
 	defer db.Close()
-	movies, err := db.CreateTable(ctx, "Movies")
-	if err != nil {
-		log.Fatal(err)
-	}
+	movies, _ := db.CreateTable(ctx, "Movies")
 	var actions []tabula.Action
 	for _, m := range []Movie{{Genre: "Drama", Title: "Amour"}, {Genre: "Drama", Title: "Babel"}} {
 		a, err := tabula.InsertActionOf(m)
