@@ -149,6 +149,9 @@ func (p *typedPage[T]) reverse() {
 	for i, j := 0, len(p.items)-1; i < j; i, j = i+1, j-1 {
 		p.items[i], p.items[j] = p.items[j], p.items[i]
 	}
+	if p.err != nil {
+		p.errAt = len(p.items) - 1 - p.errAt // still the misfit's place
+	}
 }
 
 // queryRecordsAs is QueryAs on the embedded engine: QueryAll's loop, with each page's

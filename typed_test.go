@@ -689,3 +689,46 @@ func TestTypedConcurrentFirstUse(t *testing.T) {
 		require.NoError(t, <-errs)
 	}
 }
+
+// TestTypedScanStopsAtTheMisfit: a query yields the structs before the first entity that
+// does not fit, in the order the page returns them (reversed by the Cosmos flavor), then
+// that entity's error, as converting QueryAll's entities one by one does.
+func TestTypedScanStopsAtTheMisfit(t *testing.T) {
+	ctx := context.Background()
+	for _, opts := range []*Options{nil, {Flavor: FlavorCosmos}} {
+		tbl := createTable(t, openStore(t, opts), "Misfit")
+		for i := range 10 {
+			var n Property = Int32(int32(i))
+			if i == 3 {
+				n = String("three")
+			}
+			_, err := tbl.Insert(ctx, Entity{PartitionKey: "p", RowKey: fmt.Sprintf("%02d", i), Properties: Properties{"N": n}})
+			require.NoError(t, err)
+		}
+		type row struct {
+			RowKey string
+			N      int32
+		}
+		var want, got []row
+		var wantErr, gotErr error
+		for e, err := range tbl.QueryAll(ctx, Query{}) {
+			require.NoError(t, err)
+			v, err := EntityAs[row](e)
+			if err != nil {
+				wantErr = err
+				break
+			}
+			want = append(want, v)
+		}
+		for v, err := range QueryAs[row](ctx, tbl, Query{}) {
+			if err != nil {
+				gotErr = err
+				break
+			}
+			got = append(got, v)
+		}
+		require.Error(t, wantErr)
+		assert.Equal(t, wantErr, gotErr)
+		assert.Equal(t, want, got)
+	}
+}
