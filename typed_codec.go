@@ -473,7 +473,7 @@ func (c *structCodec) put(base unsafe.Pointer, name string, v odata.Value, i int
 		if *rest == nil {
 			*rest = Properties{}
 		}
-		(*rest)[name] = propertyOf(v)
+		(*rest)[strings.Clone(name)] = propertyOf(v) // name may be a view of a record
 	}
 	return nil
 }
@@ -497,6 +497,7 @@ type recordReader struct {
 
 func (c *structCodec) newRecordReader() *recordReader {
 	r := &recordReader{c: c, d: newRecordDecoder()}
+	r.d.nameViews = true // put copies a name it keeps
 	r.keep, r.visit = r.accept, r.store
 	return r
 }
