@@ -9,7 +9,9 @@ import (
 // Typed entities: Go structs in and out, on any TableAPI. The mapping is documented in the
 // package documentation, "Go structs as entities" (doc.go); it is worked out in typed_codec.go.
 
-// GetAs reads one entity into a T; a missing one gives ResourceNotFound.
+// GetAs reads one entity into a T; a missing one gives ResourceNotFound. On the embedded
+// table the stored record is decoded straight into the T; on another TableAPI (package
+// remote) the entity Get returns is converted, as EntityAs does.
 func GetAs[T any](ctx context.Context, t TableAPI, partitionKey, rowKey string) (T, error) {
 	out := new(T)
 	c, err := codecOf[T]()
@@ -77,7 +79,10 @@ func UpsertAs[T any](ctx context.Context, t TableAPI, v T, mode UpdateMode) (ETa
 }
 
 // QueryAs iterates over every entity matching q as a T, following continuation tokens, as
-// QueryAll does. With q.Select, the fields of properties not selected stay zero.
+// QueryAll does. With q.Select, the fields of properties not selected stay zero. An entity
+// that does not fit T (a property of another type than its field's) ends the iteration with
+// its *StructError, after the Ts before it. On the embedded table each page's records are
+// decoded straight into Ts.
 func QueryAs[T any](ctx context.Context, t TableAPI, q Query) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		c, err := codecOf[T]()
