@@ -53,7 +53,7 @@ func (db *DB) check(ctx context.Context) (*checker, error) {
 	if waitErr != nil {
 		return nil, waitErr
 	}
-	c := &checker{db: db, ctx: ctx, live: map[uint64]string{}, drops: map[uint64]bool{}, counted: map[uint64]*stored{}}
+	c := &checker{db: db, ctx: ctx, live: map[uint64]string{}, drops: map[uint64]bool{}, counted: map[uint64]*tableHolds{}}
 	damage := db.store.Verify(ctx)
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -78,8 +78,8 @@ func (db *DB) check(ctx context.Context) (*checker, error) {
 	return c, nil
 }
 
-// stored is what the store holds of a table: its entities and their bytes.
-type stored struct{ entities, bytes int64 }
+// tableHolds is what the store holds of a table: its entities and their bytes.
+type tableHolds struct{ entities, bytes int64 }
 
 // checker is the state of one Check: what the scan has seen so far, and the problems.
 type checker struct {
@@ -89,7 +89,7 @@ type checker struct {
 
 	live       map[uint64]string // table ID → the table's name, namespace-qualified
 	drops      map[uint64]bool
-	counted    map[uint64]*stored // live tables' entities and bytes
+	counted    map[uint64]*tableHolds // live tables' entities and bytes
 	entityIDs  []uint64           // entities' table IDs in key order, so each table's are one run
 	aclIDs     []uint64
 	maxID      uint64
@@ -262,7 +262,7 @@ func (c *checker) checkEntity(key, value []byte) {
 	}
 	s := c.counted[id]
 	if s == nil {
-		s = &stored{}
+		s = &tableHolds{}
 		c.counted[id] = s
 	}
 	s.entities++
@@ -359,12 +359,12 @@ func (c *checker) checkStatistics() {
 		if ot.dropped.Load() || c.live[ot.rec.ID] == "" {
 			continue
 		}
-		var got stored
+		var got tableHolds
 		for _, r := range ot.service.Ranges() {
 			got.entities += r.Entities
 			got.bytes += r.Bytes
 		}
-		want := stored{}
+		want := tableHolds{}
 		if s := c.counted[ot.rec.ID]; s != nil {
 			want = *s
 		}

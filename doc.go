@@ -30,6 +30,56 @@
 // 255 characters; strings of at most 32K characters; binaries of at most 64 KiB; 1 MiB per
 // entity by the service's size formula), and a rejected write changes nothing.
 //
+// # Go structs as entities
+//
+// GetAs, InsertAs, UpdateAs, UpsertAs and QueryAs read and write Go structs on any TableAPI,
+// the embedded table and package remote's alike; InsertActionOf, UpdateActionOf and
+// UpsertActionOf make transaction actions of them, and EntityOf and EntityAs convert between
+// a struct and an Entity. A struct maps to an entity field by field, in the manner of encoding/json, through the
+// "tabula" struct tag:
+//
+//	type Movie struct {
+//		Genre     string            `tabula:"PartitionKey"` // or a field named PartitionKey
+//		Title     string            `tabula:"RowKey"`
+//		Timestamp time.Time         // set on reads
+//		ETag      tabula.ETag       // set on reads
+//		Rating    float64           // Edm.Double
+//		Year      int32             `tabula:"ReleaseYear"`
+//		Views     int64             `tabula:",omitempty"`
+//		ID        string            `tabula:"Id,Edm.Guid"`
+//		Poster    []byte            // Edm.Binary
+//		Secret    string            `tabula:"-"`
+//		Rest      tabula.Properties // the properties no field names
+//	}
+//
+// Go's type says the EDM type: string is Edm.String, []byte Edm.Binary, bool Edm.Boolean,
+// time.Time (or tabula.DateTime) Edm.DateTime, float64 Edm.Double, [16]byte (tabula.Guid, a
+// UUID type) Edm.Guid, int32 Edm.Int32, and int64 and int Edm.Int64; named types of these
+// kinds map as their kind does. Where Go's type does not say it, the tag does: Edm.Guid on a
+// string holds the Guid's text form, Edm.Int32 on an int64 or int field stores it as an Int32
+// (a value beyond Int32 is an error), Edm.Int64 on an int32 one as an Int64. A pointer to any
+// of these is a property that may be absent: nil is not written, and a property the entity
+// lacks reads as nil. omitempty leaves out a zero value; "-" leaves the field out. Embedded
+// structs without a tag are flattened, as encoding/json does; unexported fields are ignored.
+//
+// PartitionKey, RowKey (strings) and Timestamp (a time.Time, set on reads and ignored on
+// writes, as the service ignores it) are fields of those names, or fields tagged with them. The
+// ETag is a field of type tabula.ETag, or a string field named ETag; it is set on reads and
+// ignored on writes: pass it to UpdateAs as the condition. A field of type tabula.Properties
+// takes the properties no other field names, and gives them back on writes, so that reading
+// an entity and replacing it never drops a property the struct does not know; without it,
+// such properties are ignored on reads, and so dropped by a Replace.
+//
+// A property whose stored type is not its field's is an error naming the field, except that
+// an Int32 reads into an Edm.Int64 field (int64 or int), which always holds it. Every rule of
+// the service holds as for an Entity, with the same errors: the struct becomes an Entity to
+// be checked (names, limits, Merge and Replace, ETags), and a zero time.Time, which predates
+// the service's earliest DateTime, is refused unless omitempty leaves it out.
+//
+// The mapping is worked out once per type and cached; a struct that does not map is a
+// *StructError naming the field. On the embedded engine, GetAs and QueryAs decode the stored
+// record straight into the struct, without building Entity.Properties.
+//
 // # Operations
 //
 // Table offers the service's single-entity operations: Insert, Get, Update in Replace or

@@ -17,6 +17,12 @@ import (
 
 // page runs one page of a prepared query from a continuation.
 func (t *Table) page(ctx context.Context, p *preparedQuery, from Continuation) (Page, error) {
+	return t.pageTo(ctx, p, from, nil)
+}
+
+// pageTo is page, giving the page's entities to sink as stored records rather than
+// building Page.Entities when sink is not nil (the typed scan, QueryAs).
+func (t *Table) pageTo(ctx context.Context, p *preparedQuery, from Continuation, sink recordSink) (Page, error) {
 	var (
 		start   []byte // encoded position to resume at, without the table prefix
 		startPK string // the PartitionKey the page starts in, as the service sees it
@@ -37,7 +43,10 @@ func (t *Table) page(ctx context.Context, p *preparedQuery, from Continuation) (
 		if err != nil {
 			return Page{}, err
 		}
-		page, err := t.db.runPage(ctx, ot, p, start, startPK)
+		if sink != nil {
+			sink.reset()
+		}
+		page, err := t.db.runPage(ctx, ot, p, start, startPK, sink)
 		if ot.dropped.Load() {
 			continue
 		}
@@ -46,14 +55,17 @@ func (t *Table) page(ctx context.Context, p *preparedQuery, from Continuation) (
 		}
 		if r := t.db.flavor; r != nil && r.unsortedResults {
 			slices.Reverse(page.Entities)
+			if sink != nil {
+				sink.reverse()
+			}
 		}
 		return page, nil
 	}
 }
 
 // runPage runs one page of a prepared query on a resolved table, from start (nil for the
-// beginning) in the partition startPK.
-func (db *DB) runPage(ctx context.Context, ot *openTable, p *preparedQuery, start []byte, startPK string) (Page, error) {
+// beginning) in the partition startPK; see pageTo for sink.
+func (db *DB) runPage(ctx context.Context, ot *openTable, p *preparedQuery, start []byte, startPK string, sink recordSink) (Page, error) {
 	pt := ot.service
 	// A page is admitted before it runs and charged, after, for what it scanned.
 	if err := admit(pt.Admit(startPK, partition.KindQuery, 0), "query"); err != nil {
@@ -65,7 +77,7 @@ func (db *DB) runPage(ctx context.Context, ot *openTable, p *preparedQuery, star
 	// on its stack: a point query would otherwise allocate it.
 	s.p, s.ctx, s.id, s.start = *p, ctx, ot.rec.ID, start
 	s.page = Page{Plan: p.plan}
-	s.clock, s.service = db.clock, pt
+	s.clock, s.service, s.sink = db.clock, pt, sink
 	if p.plan.Kind != PlanPoint || start != nil {
 		s.began = db.clock() // a lookup has no budget to measure
 	}
@@ -113,6 +125,7 @@ type scanner struct {
 	view       func(*storage.Txn) error // run, bound once
 	full       bool                     // the page holds Top entities; the next key seen becomes the token
 	matched    bool                     // the filter accepts the record decoded last
+	sink       recordSink               // takes the matched records in place of ents, when set
 }
 
 var scannerPool = sync.Pool{New: func() any {
@@ -174,6 +187,11 @@ func (s *scanner) run(tx *storage.Txn) error {
 // only a record it accepts has its strings copied, so a scan that rejects most records does
 // not copy their strings.
 func (s *scanner) decodeRecord(value []byte) (err error) {
+	if s.p.filter.exact && s.sink != nil {
+		s.rec.ticks, err = s.sink.decode(value, s.p.keep)
+		s.matched = err == nil
+		return err
+	}
 	if s.p.filter.exact {
 		// Every entity in an exact filter's ranges is returned: decode it straight into its
 		// Properties, skipping the properties $select leaves out.
@@ -195,6 +213,12 @@ func (s *scanner) decodeRecord(value []byte) (err error) {
 		return err
 	}
 	s.matched = s.p.filter.pred.Match(&s.rec)
+	if s.matched && s.sink != nil {
+		clear(s.rec.values) // the sink reads the record itself, while its bytes are valid
+		_, err = s.sink.decode(value, s.p.keep)
+		s.matched = err == nil
+		return err
+	}
 	if s.matched {
 		for i, v := range s.rec.values {
 			if v.Type == odata.String {
@@ -211,6 +235,15 @@ func (s *scanner) decodeRecord(value []byte) (err error) {
 func (s *scanner) examined() error {
 	s.page.Plan.Scanned++
 	if !s.matched {
+		return nil
+	}
+	if s.sink != nil {
+		if err := s.rec.decodeKeys(); err != nil {
+			return err
+		}
+		s.sink.take(s.rec.pk, s.rec.rk, s.rec.rkView, s.rec.ticks)
+		s.page.Plan.Returned++
+		s.full = s.page.Plan.Returned == s.p.top
 		return nil
 	}
 	e, err := s.rec.entity(s.p.keep)

@@ -81,26 +81,35 @@ func (t *Table) Get(ctx context.Context, partitionKey, rowKey string, selected .
 	}
 	op := getOpPool.Get().(*getOp)
 	defer op.release()
-	op.pk, op.rk, op.keep = partitionKey, rowKey, keep
+	op.keep = keep
+	if err := t.lookup(ctx, op, partitionKey, rowKey); err != nil {
+		return Entity{}, err
+	}
+	return op.e, nil
+}
+
+// lookup reads the entity of the valid keys pk and rk through op: into op.e, or, when op has
+// a sink, as its stored record to the sink (the typed read, GetAs).
+func (t *Table) lookup(ctx context.Context, op *getOp, pk, rk string) error {
+	op.pk, op.rk = pk, rk
 	// What Table.read does, without a closure per read.
 	for {
 		ot, err := t.resolve(ctx)
 		if err != nil {
-			return Entity{}, err
+			return err
 		}
-		err = admit(ot.service.Admit(partitionKey, partition.KindGet, 1), "get")
+		err = admit(ot.service.Admit(pk, partition.KindGet, 1), "get")
 		if err == nil {
-			op.key = appendEntityKey(op.key[:0], ot.rec.ID, partitionKey, rowKey)
-			op.e = Entity{PartitionKey: partitionKey, RowKey: rowKey, Properties: Properties{}}
+			op.key = appendEntityKey(op.key[:0], ot.rec.ID, pk, rk)
+			if op.sink == nil {
+				op.e = Entity{PartitionKey: pk, RowKey: rk, Properties: Properties{}}
+			}
 			err = t.db.view(ctx, op.view)
 		}
 		if ot.dropped.Load() {
 			continue
 		}
-		if err != nil {
-			return Entity{}, err
-		}
-		return op.e, nil
+		return err
 	}
 }
 
@@ -111,8 +120,9 @@ type getOp struct {
 	keep   func(string) bool
 	key    []byte
 	e      Entity
-	view   func(*storage.Txn) error // getOp.read
-	value  func([]byte) error       // getOp.decode
+	sink   func(record []byte) error // takes the record in place of e, when set
+	view   func(*storage.Txn) error  // getOp.read
+	value  func([]byte) error        // getOp.decode
 }
 
 var getOpPool = sync.Pool{New: func() any {
@@ -130,6 +140,9 @@ func (op *getOp) read(tx *storage.Txn) error {
 }
 
 func (op *getOp) decode(v []byte) error {
+	if op.sink != nil {
+		return op.sink(v)
+	}
 	d := decoderPool.Get().(*recordDecoder)
 	defer decoderPool.Put(d)
 	ticks, err := d.decode(v, op.keep, op.e.Properties)
@@ -138,7 +151,7 @@ func (op *getOp) decode(v []byte) error {
 }
 
 func (op *getOp) release() {
-	op.pk, op.rk, op.keep, op.e = "", "", nil, Entity{}
+	op.pk, op.rk, op.keep, op.e, op.sink = "", "", nil, Entity{}, nil
 	if cap(op.key) > 1024 {
 		op.key = nil // not worth keeping for every later read
 	}

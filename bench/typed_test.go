@@ -1,0 +1,382 @@
+package bench
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/tabuladb/tabula"
+	twire "github.com/tabuladb/tabula/internal/wire"
+	"github.com/tabuladb/tabula/odata"
+)
+
+// Typed entities (tabula.GetAs, tabula.QueryAs) against the same work on the raw store: the
+// record read and decoded with msgpack straight into the same struct, its keys, Timestamp
+// and ETag set. Sub-benchmarks: engine (the typed call), and badger (and btree in memory). The map-based
+// calls the typed ones replace are BenchmarkPointGet/engine and BenchmarkPartitionScan/engine,
+// run in the same command (BENCHMARKS.md).
+
+// payloadRow is the payload shape's entity as a struct.
+type payloadRow struct {
+	PartitionKey string
+	RowKey       string
+	Timestamp    time.Time
+	ETag         tabula.ETag
+	Payload      string
+}
+
+// mixedRow is the mixed shape's entity as a struct.
+type mixedRow struct {
+	PartitionKey string
+	RowKey       string
+	Timestamp    time.Time
+	ETag         tabula.ETag
+	Name         string
+	Count        int32
+	Score        float64
+	Created      time.Time
+	ID           tabula.Guid `tabula:"Id"`
+}
+
+// rawRow is what the baseline decodes a record into: one of the two structs.
+type rawRow interface {
+	// version sets the keys, Timestamp and ETag.
+	version(pk, rk string, ticks int64)
+	// property decodes the value of the named property of type code from d.
+	property(d *msgpack.Decoder, name string, code uint8) error
+}
+
+func (r *payloadRow) version(pk, rk string, ticks int64) {
+	r.PartitionKey, r.RowKey, r.Timestamp, r.ETag = pk, rk, odata.TimeFromTicks(ticks), etagOf(ticks)
+}
+
+func (r *mixedRow) version(pk, rk string, ticks int64) {
+	r.PartitionKey, r.RowKey, r.Timestamp, r.ETag = pk, rk, odata.TimeFromTicks(ticks), etagOf(ticks)
+}
+
+func etagOf(ticks int64) tabula.ETag {
+	var buf [64]byte
+	return tabula.ETag(twire.AppendETag(buf[:0], ticks))
+}
+
+func (r *payloadRow) property(d *msgpack.Decoder, name string, code uint8) (err error) {
+	if name == "Payload" && code == codeString {
+		r.Payload, err = d.DecodeString()
+		return err
+	}
+	return d.Skip()
+}
+
+func (r *mixedRow) property(d *msgpack.Decoder, name string, code uint8) (err error) {
+	switch {
+	case name == "Name" && code == codeString:
+		r.Name, err = d.DecodeString()
+	case name == "Count" && code == codeInt32:
+		r.Count, err = d.DecodeInt32()
+	case name == "Score" && code == codeDouble:
+		r.Score, err = d.DecodeFloat64()
+	case name == "Created" && code == codeDateTime:
+		var ticks int64
+		ticks, err = d.DecodeInt64()
+		r.Created = odata.TimeFromTicks(ticks)
+	case name == "Id" && code == codeGuid:
+		var g []byte
+		if g, err = d.DecodeBytes(); err == nil && len(g) != 16 {
+			err = errBadRecord
+		}
+		r.ID = tabula.Guid(g)
+	default:
+		err = d.Skip()
+	}
+	return err
+}
+
+// decodeRow decodes a record straight into dst, as the engine's typed read does: every
+// property, its value into the field of its name.
+func decodeRow[R rawRow](rr *recordReader, v []byte, pk, rk string, dst R) error {
+	ticks, err := rr.ticks(v)
+	if err != nil {
+		return err
+	}
+	d := rr.dec
+	n, err := d.DecodeArrayLen()
+	if err != nil || n < 0 || n > tabula.MaxProperties {
+		return errBadRecord
+	}
+	for range n {
+		name, err := d.DecodeString()
+		if err != nil {
+			return err
+		}
+		code, err := d.DecodeUint8()
+		if err != nil {
+			return err
+		}
+		if err := dst.property(d, name, code); err != nil {
+			return err
+		}
+	}
+	if rr.r.Len() != 0 {
+		return errBadRecord
+	}
+	dst.version(pk, rk, ticks)
+	return nil
+}
+
+// BenchmarkTypedPointGet is BenchmarkPointGet into a struct.
+func BenchmarkTypedPointGet(b *testing.B) {
+	if shape == ShapeMixed {
+		benchTypedPointGet[mixedRow, *mixedRow](b)
+	} else {
+		benchTypedPointGet[payloadRow, *payloadRow](b)
+	}
+}
+
+var sinkRow any
+
+func benchTypedPointGet[T any, R interface {
+	*T
+	rawRow
+}](b *testing.B) {
+	fx := sharedFixture(b)
+	b.Run("engine", func(b *testing.B) {
+		b.ReportAllocs()
+		n := 0
+		markCPU(b)
+		for b.Loop() {
+			k := fx.keys[n%len(fx.keys)]
+			v, err := tabula.GetAs[T](ctx, fx.spread, k.pk, k.rk)
+			if err != nil {
+				b.Fatal(err)
+			}
+			sinkRow = &v
+			n++
+		}
+		reportRate(b, n, "entities/s")
+	})
+	for _, base := range baselines(fx) {
+		b.Run(base.name, func(b *testing.B) {
+			// A read-only transaction (the committed tree, in memory), one Get, and the record
+			// decoded into a new struct, as GetAs returns one.
+			b.ReportAllocs()
+			rr := newRecordReader()
+			var key []byte
+			n := 0
+			markCPU(b)
+			for b.Loop() {
+				k := fx.keys[n%len(fx.keys)]
+				key = entityKey(key[:0], spreadID, k.pk, k.rk)
+				v := new(T)
+				decode := func(rec []byte) error { return decodeRow(rr, rec, k.pk, k.rk, R(v)) }
+				var err error
+				if base.bt != nil {
+					rec, ok := btreeGet(base.bt.view(), key)
+					if !ok {
+						b.Fatal(errNotFound)
+					}
+					err = decode(rec)
+				} else {
+					err = base.db.View(func(txn *badger.Txn) error {
+						item, err := txn.Get(key)
+						if err != nil {
+							return err
+						}
+						return item.Value(decode)
+					})
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				sinkRow = v
+				n++
+			}
+			reportRate(b, n, "entities/s")
+		})
+	}
+}
+
+// BenchmarkTypedPartitionScan is BenchmarkPartitionScan into structs: one 1,000-entity page
+// of the 100,000-entity partition per operation, resuming where the last page ended.
+func BenchmarkTypedPartitionScan(b *testing.B) {
+	if shape == ShapeMixed {
+		benchTypedPartitionScan[mixedRow, *mixedRow](b)
+	} else {
+		benchTypedPartitionScan[payloadRow, *payloadRow](b)
+	}
+}
+
+func benchTypedPartitionScan[T any, R interface {
+	*T
+	rawRow
+}](b *testing.B) {
+	fx := sharedFixture(b)
+	const pages = deepRows / tabula.MaxEntitiesPerPage
+	// QueryAs follows continuations itself; each operation starts it at a page's first
+	// entity, with the token the engine's pages end with.
+	starts := make([]tabula.Continuation, pages)
+	for p := range starts {
+		if p > 0 {
+			starts[p] = tabula.Continuation{NextPartitionKey: twire.EncodeToken(fx.deepPK),
+				NextRowKey: twire.EncodeToken(RowKey(fx.deepPref, p*tabula.MaxEntitiesPerPage))}
+		}
+	}
+	filter := partitionFilter(fx.deepPK)
+	b.Run("engine", func(b *testing.B) {
+		b.ReportAllocs()
+		rows := make([]T, 0, tabula.MaxEntitiesPerPage)
+		n, p := 0, 0
+		markCPU(b)
+		for b.Loop() {
+			rows = rows[:0]
+			q := tabula.Query{Filter: filter, Continuation: starts[p%pages]}
+			for v, err := range tabula.QueryAs[T](ctx, fx.deep, q) {
+				if err != nil {
+					b.Fatal(err)
+				}
+				if rows = append(rows, v); len(rows) == tabula.MaxEntitiesPerPage {
+					break
+				}
+			}
+			if len(rows) != tabula.MaxEntitiesPerPage {
+				b.Fatalf("page of %d entities", len(rows))
+			}
+			n += len(rows)
+			p++
+		}
+		sinkRow = rows
+		reportRate(b, n, "entities/s")
+	})
+	for _, base := range baselines(fx) {
+		b.Run(base.name, func(b *testing.B) {
+			// One page: in a read-only transaction (on the committed tree, in memory), seek to
+			// the resume key, decode 1,000 keys and records into a page of structs, and keep the
+			// next key as the place to resume.
+			b.ReportAllocs()
+			prefix := partitionPrefix(nil, deepID, fx.deepPK)
+			rr := newRecordReader()
+			resume := prefix
+			rows := make([]T, tabula.MaxEntitiesPerPage)
+			n := 0
+			markCPU(b)
+			for b.Loop() {
+				clear(rows)
+				got, next, err := scanRows[T, R](base, prefix, resume, rows, rr)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if got != len(rows) {
+					b.Fatalf("page of %d entities", got)
+				}
+				n += got
+				if resume = next; resume == nil {
+					resume = prefix
+				}
+				sinkRow = rows
+			}
+			reportRate(b, n, "entities/s")
+		})
+	}
+}
+
+// scanRows decodes the entities from start on, under prefix, into rows until it is full, and
+// returns how many it decoded and the key after the last (nil at the prefix's end).
+func scanRows[T any, R interface {
+	*T
+	rawRow
+}](base baseline, prefix, start []byte, rows []T, rr *recordReader) (int, []byte, error) {
+	kept := 0
+	var next []byte
+	take := func(key, value []byte) (bool, error) {
+		if kept == len(rows) {
+			next = bytes.Clone(key)
+			return false, nil
+		}
+		pk, rk, err := splitKey(key)
+		if err != nil {
+			return false, err
+		}
+		if err := decodeRow(rr, value, pk, rk, R(&rows[kept])); err != nil {
+			return false, err
+		}
+		kept++
+		return true, nil
+	}
+	if base.bt != nil {
+		var err error
+		base.bt.view().AscendGreaterOrEqual(&btreeEntry{key: start}, func(e *btreeEntry) bool {
+			if !bytes.HasPrefix(e.key, prefix) {
+				return false
+			}
+			var more bool
+			more, err = take(e.key, e.value)
+			return more
+		})
+		return kept, next, err
+	}
+	err := base.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(iterOptions(prefix))
+		defer it.Close()
+		for it.Seek(start); it.Valid(); it.Next() {
+			item := it.Item()
+			var more bool
+			err := item.Value(func(v []byte) (err error) {
+				more, err = take(item.Key(), v)
+				return err
+			})
+			if err != nil || !more {
+				return err
+			}
+		}
+		return nil
+	})
+	return kept, next, err
+}
+
+// TestTypedBaselineMatchesEngine checks that the baseline decodes a record (as the engine
+// stores it: TestBaselineMatchesEngine) into the struct GetAs returns.
+func TestTypedBaselineMatchesEngine(t *testing.T) {
+	db, err := tabula.OpenInMemory(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	tbl, err := db.CreateTable(ctx, "Typed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rw, rr := newRecordWriter(), newRecordReader()
+	for _, s := range []Shape{ShapePayload, ShapeMixed} {
+		w := NewWorkload(s, 4)
+		pk := w.GUID()
+		for i := range 3 {
+			e := w.Entity(pk, RowKey(w.RowPrefix(1, 1), i), i)
+			out, err := tbl.Insert(ctx, e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			record := rw.appendRecord(nil, ticksOf(out.Timestamp), e.Properties)
+			var want, got any
+			if s == ShapeMixed {
+				var row mixedRow
+				err = decodeRow(rr, record, e.PartitionKey, e.RowKey, &row)
+				got = row
+				want, _ = tabula.GetAs[mixedRow](ctx, tbl, e.PartitionKey, e.RowKey)
+			} else {
+				var row payloadRow
+				err = decodeRow(rr, record, e.PartitionKey, e.RowKey, &row)
+				got = row
+				want, _ = tabula.GetAs[payloadRow](ctx, tbl, e.PartitionKey, e.RowKey)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", want) {
+				t.Fatalf("%s: baseline %+v\nengine %+v", s, got, want)
+			}
+		}
+	}
+}

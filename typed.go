@@ -1,0 +1,157 @@
+package tabula
+
+import (
+	"context"
+	"iter"
+	"unsafe"
+)
+
+// Typed entities: Go structs in and out, on any TableAPI. The mapping is documented in the
+// package documentation, "Go structs as entities" (doc.go); it is worked out in typed_codec.go.
+
+// GetAs reads one entity into a T; a missing one gives ResourceNotFound. On the embedded
+// table the stored record is decoded straight into the T; on another TableAPI (package
+// remote) the entity Get returns is converted, as EntityAs does.
+func GetAs[T any](ctx context.Context, t TableAPI, partitionKey, rowKey string) (T, error) {
+	out := new(T)
+	c, err := codecOf[T]()
+	if err != nil {
+		return *out, err
+	}
+	base := unsafe.Pointer(out)
+	if src, ok := t.(recordSource); ok {
+		err = src.lookupAs(ctx, c, base, partitionKey, rowKey)
+	} else {
+		var e Entity
+		if e, err = t.Get(ctx, partitionKey, rowKey); err == nil {
+			err = c.fill(base, &e)
+		}
+	}
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return *out, nil
+}
+
+// InsertAs adds the entity v maps to, which must not exist yet (EntityAlreadyExists
+// otherwise), and returns v with its Timestamp and ETag fields set to the stored version's.
+func InsertAs[T any](ctx context.Context, t TableAPI, v T) (T, error) {
+	c, e, err := structEntity(&v)
+	if err != nil {
+		return v, err
+	}
+	var stored Entity
+	if src, ok := t.(recordSource); ok {
+		// Table.Insert would copy the properties into the entity it returns.
+		var ticks int64
+		if ticks, err = src.applyOne(ctx, InsertAction(e)); err == nil {
+			stored.Timestamp, stored.ETag = timeOfTicks(ticks), etagOf(ticks)
+		}
+	} else {
+		stored, err = t.Insert(ctx, e)
+	}
+	if err != nil {
+		return v, err
+	}
+	c.setVersion(unsafe.Pointer(&v), stored.Timestamp, stored.ETag)
+	return v, nil
+}
+
+// UpdateAs changes the existing entity v maps to, in the given mode, if its current version
+// matches ifMatch (such as v's ETag field as read, or AnyETag), and returns the new ETag.
+func UpdateAs[T any](ctx context.Context, t TableAPI, v T, mode UpdateMode, ifMatch ETag) (ETag, error) {
+	_, e, err := structEntity(&v)
+	if err != nil {
+		return "", err
+	}
+	return t.Update(ctx, e, mode, ifMatch)
+}
+
+// UpsertAs inserts the entity v maps to, or updates it in the given mode if it exists, and
+// returns the new ETag.
+func UpsertAs[T any](ctx context.Context, t TableAPI, v T, mode UpdateMode) (ETag, error) {
+	_, e, err := structEntity(&v)
+	if err != nil {
+		return "", err
+	}
+	return t.Upsert(ctx, e, mode)
+}
+
+// QueryAs iterates over every entity matching q as a T, following continuation tokens, as
+// QueryAll does. With q.Select, the fields of properties not selected stay zero. An entity
+// that does not fit T (a property of another type than its field's) ends the iteration with
+// its *StructError, after the Ts before it. On the embedded table each page's records are
+// decoded straight into Ts.
+func QueryAs[T any](ctx context.Context, t TableAPI, q Query) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		c, err := codecOf[T]()
+		if err != nil {
+			var zero T
+			yield(zero, err)
+			return
+		}
+		if src, ok := t.(recordSource); ok {
+			queryRecordsAs(ctx, src, c, q, yield)
+			return
+		}
+		for e, err := range t.QueryAll(ctx, q) {
+			var v T
+			if err == nil {
+				err = c.fill(unsafe.Pointer(&v), &e)
+			}
+			if !yield(v, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// EntityOf returns the Entity that v maps to, as the typed writes send it.
+func EntityOf[T any](v T) (Entity, error) {
+	_, e, err := structEntity(&v)
+	return e, err
+}
+
+// EntityAs returns e as a T, as the typed reads fill it: for instance the entity of a
+// Retrieve action's result.
+func EntityAs[T any](e Entity) (T, error) {
+	var v T
+	c, err := codecOf[T]()
+	if err == nil {
+		err = c.fill(unsafe.Pointer(&v), &e)
+	}
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return v, nil
+}
+
+// InsertActionOf returns a transaction action that inserts the entity v maps to.
+func InsertActionOf[T any](v T) (Action, error) {
+	e, err := EntityOf(v)
+	return InsertAction(e), err
+}
+
+// UpdateActionOf returns a transaction action that updates the entity v maps to in the given
+// mode if it matches ifMatch.
+func UpdateActionOf[T any](v T, mode UpdateMode, ifMatch ETag) (Action, error) {
+	e, err := EntityOf(v)
+	return UpdateAction(e, mode, ifMatch), err
+}
+
+// UpsertActionOf returns a transaction action that inserts or updates the entity v maps to.
+func UpsertActionOf[T any](v T, mode UpdateMode) (Action, error) {
+	e, err := EntityOf(v)
+	return UpsertAction(e, mode), err
+}
+
+func structEntity[T any](v *T) (*structCodec, Entity, error) {
+	c, err := codecOf[T]()
+	if err != nil {
+		return nil, Entity{}, err
+	}
+	e, err := c.entity(unsafe.Pointer(v))
+	return c, e, err
+}

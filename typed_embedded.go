@@ -1,0 +1,235 @@
+package tabula
+
+import (
+	"context"
+	"reflect"
+	"strings"
+	"time"
+	"unsafe"
+
+	"github.com/tabuladb/tabula/internal/wire"
+)
+
+// The typed reads of the embedded engine: a stored record is decoded straight into the
+// struct, through the codec's recordReader, without building Entity.Properties. The typed
+// functions reach it by asserting recordSource on a TableAPI; any other TableAPI (package
+// remote) goes through Entities.
+
+// recordSource is what the embedded *Table offers the typed reads.
+type recordSource interface {
+	// lookupAs reads the entity of pk and rk into the zero struct of codec c at base.
+	lookupAs(ctx context.Context, c *structCodec, base unsafe.Pointer, pk, rk string) error
+	// prepareQuery prepares q as Table.Query does.
+	prepareQuery(q Query) (preparedQuery, error)
+	// pageTo runs one page, giving its entities to sink (see scanner.go).
+	pageTo(ctx context.Context, p *preparedQuery, from Continuation, sink recordSink) (Page, error)
+	// applyOne is Table.Insert, Update, Upsert and Delete without building what they
+	// return: it returns the Timestamp written.
+	applyOne(ctx context.Context, a Action) (int64, error)
+}
+
+var _ recordSource = (*Table)(nil)
+
+// recordSink takes a page's entities as stored records, in place of Page.Entities.
+type recordSink interface {
+	// reset empties the sink for a page (again, when a page is retried).
+	reset()
+	// decode reads the record of the next entity the page returns, keeping the properties
+	// keep accepts (all when nil), and returns its Timestamp; the record's bytes are valid
+	// only during the call.
+	decode(record []byte, keep func(string) bool) (int64, error)
+	// take gives the entity decoded last its keys and version; rk is a view of the stored
+	// key, valid only during the call, when rkView is set.
+	take(pk, rk string, rkView bool, ticks int64)
+	// reverse reverses the page's order (Options.Flavor's unsorted results).
+	reverse()
+}
+
+func (t *Table) prepareQuery(q Query) (preparedQuery, error) { return t.db.prepare(t.ns, q) }
+
+// typedGet is the state of one typed point read, pooled per codec with its method bound
+// once.
+type typedGet struct {
+	r      *recordReader
+	base   unsafe.Pointer
+	pk, rk string
+	dirty  bool                      // base holds an earlier attempt's decoding
+	err    error                     // a property that did not fit its field
+	sink   func(record []byte) error // typedGet.decode
+}
+
+func (g *typedGet) decode(record []byte) error {
+	c := g.r.c
+	if g.dirty { // the table was dropped and recreated under the read: start again
+		reflect.NewAt(c.typ, g.base).Elem().SetZero()
+	}
+	g.dirty = true
+	ticks, err := g.r.decode(record, g.base, nil)
+	if se, ok := err.(*StructError); ok {
+		// Not the store's error, so kept from it: the store would take it for its own.
+		g.err = se
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	c.setSystem(g.base, g.pk, g.rk, ticks)
+	return nil
+}
+
+func (t *Table) lookupAs(ctx context.Context, c *structCodec, base unsafe.Pointer, pk, rk string) error {
+	if err := validateKeys(pk, rk); err != nil {
+		return err
+	}
+	g := c.gets.Get().(*typedGet)
+	g.base, g.pk, g.rk = base, pk, rk
+	op := getOpPool.Get().(*getOp)
+	op.sink = g.sink
+	err := t.lookup(ctx, op, pk, rk)
+	op.release()
+	if err == nil {
+		err = g.err
+	}
+	g.base, g.pk, g.rk, g.dirty, g.err = nil, "", "", false, nil
+	c.gets.Put(g)
+	return err
+}
+
+// maxPooledPage bounds the bytes of a page of structs kept for the next query.
+const maxPooledPage = 1 << 20
+
+// typedPage is a recordSink collecting a page of Ts.
+type typedPage[T any] struct {
+	r     *recordReader
+	items []T
+	// err is the first property that did not fit its field, in items[errAt]; kept from the
+	// store, which would take it for its own.
+	err   error
+	errAt int
+}
+
+func (p *typedPage[T]) reset() {
+	clear(p.items)
+	p.items, p.err = p.items[:0], nil
+}
+
+func (p *typedPage[T]) decode(record []byte, keep func(string) bool) (int64, error) {
+	var zero T
+	p.items = append(p.items, zero)
+	ticks, err := p.r.decode(record, unsafe.Pointer(&p.items[len(p.items)-1]), keep)
+	if se, ok := err.(*StructError); ok {
+		if p.err == nil {
+			p.err, p.errAt = se, len(p.items)-1
+		}
+		return ticks, nil
+	}
+	return ticks, err
+}
+
+func (p *typedPage[T]) take(pk, rk string, rkView bool, ticks int64) {
+	c := p.r.c
+	base := unsafe.Pointer(&p.items[len(p.items)-1])
+	if rkView && c.rk != noField && c.etag != noField {
+		// The RowKey, a view of the stored key, and the ETag share one allocation, as in
+		// scanRecord.entity: they live and die with the struct.
+		buf := make([]byte, 0, len(rk)+maxETagLen)
+		buf = wire.AppendETag(append(buf, rk...), ticks)
+		etag := unsafe.String(unsafe.SliceData(buf[len(rk):]), len(buf)-len(rk))
+		c.setKeys(base, pk, unsafe.String(unsafe.SliceData(buf), len(rk)))
+		c.setVersion(base, timeOfTicks(ticks), ETag(etag))
+		return
+	}
+	if rkView && c.rk != noField {
+		rk = strings.Clone(rk)
+	}
+	c.setSystem(base, pk, rk, ticks)
+}
+
+func (p *typedPage[T]) reverse() {
+	for i, j := 0, len(p.items)-1; i < j; i, j = i+1, j-1 {
+		p.items[i], p.items[j] = p.items[j], p.items[i]
+	}
+	if p.err != nil {
+		p.errAt = len(p.items) - 1 - p.errAt // still the misfit's place
+	}
+}
+
+// queryRecordsAs is QueryAs on the embedded engine: QueryAll's loop, with each page's
+// records decoded into a reused slice of Ts.
+func queryRecordsAs[T any](ctx context.Context, src recordSource, c *structCodec, q Query, yield func(T, error) bool) {
+	var zero T
+	p, err := src.prepareQuery(q)
+	if err != nil {
+		yield(zero, err)
+		return
+	}
+	// The page, its slice of up to 1,000 Ts and its reader are pooled with the type's
+	// mapping: growing the slice again for every query cost more than the structs' strings.
+	sink, _ := c.pages.Get().(*typedPage[T])
+	if sink == nil {
+		sink = &typedPage[T]{r: c.newRecordReader()}
+	}
+	defer func() {
+		sink.reset()
+		if uintptr(cap(sink.items))*unsafe.Sizeof(zero) <= maxPooledPage {
+			c.pages.Put(sink)
+		}
+	}()
+	next := q.Continuation
+	for {
+		page, err := src.pageTo(ctx, &p, next, sink)
+		if err != nil {
+			yield(zero, err)
+			return
+		}
+		items := sink.items
+		if sink.err != nil {
+			items = items[:sink.errAt]
+		}
+		for i := range items {
+			if !yield(items[i], nil) {
+				return
+			}
+		}
+		if sink.err != nil {
+			yield(zero, sink.err)
+			return
+		}
+		if page.Continuation.IsZero() {
+			return
+		}
+		next = page.Continuation
+	}
+}
+
+// setSystem sets the system fields the struct at base has, from a stored version's ticks.
+// The ETag is made only for a struct that keeps it.
+func (c *structCodec) setSystem(base unsafe.Pointer, pk, rk string, ticks int64) {
+	c.setKeys(base, pk, rk)
+	if c.timestamp != noField {
+		*(*time.Time)(fieldAt(base, c.timestamp)) = timeOfTicks(ticks)
+	}
+	if c.etag != noField {
+		*(*ETag)(fieldAt(base, c.etag)) = etagOf(ticks)
+	}
+}
+
+// setKeys sets the key fields the struct at base has.
+func (c *structCodec) setKeys(base unsafe.Pointer, pk, rk string) {
+	if c.pk != noField {
+		*(*string)(fieldAt(base, c.pk)) = pk
+	}
+	if c.rk != noField {
+		*(*string)(fieldAt(base, c.rk)) = rk
+	}
+}
+
+// setVersion sets the Timestamp and ETag fields the struct at base has.
+func (c *structCodec) setVersion(base unsafe.Pointer, ts time.Time, etag ETag) {
+	if c.timestamp != noField {
+		*(*time.Time)(fieldAt(base, c.timestamp)) = ts
+	}
+	if c.etag != noField {
+		*(*ETag)(fieldAt(base, c.etag)) = etag // an ETag and a string share a layout
+	}
+}
