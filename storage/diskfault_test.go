@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -34,9 +35,13 @@ func diskFaultValue(i int) []byte {
 // and pretend), Close ends within its bound whatever the disk does, and every write
 // acknowledged as durable before the fault is there when the directory is opened again.
 //
-//	case                      | writes after the fault | Close
+// The disk fails every write and fsync with EIO (a dying device) or ENOSPC (a full one):
+//
+//	case                      | writes after the fault  | Close
 //	SyncWrites                | refused (fsync failed)  | error, within closeWait
 //	background syncs (1 s)    | refused after a sync    | error, within closeWait
+//
+// (Reads that fault are TestReadFaultIsAnError's.)
 func TestDiskFaults(t *testing.T) {
 	if os.Getenv(diskFaultChildEnv) != "" {
 		t.Skip("the child's own run")
@@ -47,8 +52,12 @@ func TestDiskFaults(t *testing.T) {
 		}
 		t.Skip(err)
 	}
-	for _, syncWrites := range []bool{true, false} {
-		t.Run(fmt.Sprintf("SyncWrites=%v", syncWrites), func(t *testing.T) {
+	for _, tc := range []struct {
+		syncWrites bool
+		errno      syscall.Errno
+	}{{true, syscall.EIO}, {false, syscall.EIO}, {true, syscall.ENOSPC}, {false, syscall.ENOSPC}} {
+		syncWrites := tc.syncWrites
+		t.Run(fmt.Sprintf("SyncWrites=%v/%s", syncWrites, map[syscall.Errno]string{syscall.EIO: "EIO", syscall.ENOSPC: "ENOSPC"}[tc.errno]), func(t *testing.T) {
 			base := t.TempDir()
 			backing, mnt := filepath.Join(base, "backing"), filepath.Join(base, "mnt")
 			require.NoError(t, os.Mkdir(mnt, 0o755))
@@ -75,7 +84,7 @@ func TestDiskFaults(t *testing.T) {
 				switch {
 				case line == "synced" && !faulted:
 					// Everything acknowledged so far is durable: now the disk fails.
-					fsys.Cut()
+					fsys.Fail(tc.errno)
 					faulted = true
 					_, err := fmt.Fprintln(in, "go on")
 					require.NoError(t, err)

@@ -105,10 +105,15 @@ func Mount(backing, mountpoint string, o *Options) (*FS, error) {
 
 // Cut cuts the power: from now on every change fails with EIO, and Unmount will drop every
 // change that no fsync made durable.
-func (f *FS) Cut() {
+func (f *FS) Cut() { f.Fail(errCut) }
+
+// Fail is a disk that fails: from now on every change (write, fsync, create, truncate)
+// fails with errno, EIO or ENOSPC say, and as after Cut, Unmount drops every change that no
+// fsync made durable, since nothing unsynced on such a disk can be counted on.
+func (f *FS) Fail(errno syscall.Errno) {
 	f.m.mu.Lock()
 	defer f.m.mu.Unlock()
-	f.m.cut = true
+	f.m.cut, f.m.failWith = true, errno
 }
 
 // Unmount unmounts the file system and, after a Cut, rewrites the backing directory to
@@ -191,7 +196,7 @@ func (m *model) lockLive() syscall.Errno {
 	m.mu.Lock()
 	if m.cut {
 		m.mu.Unlock()
-		return errCut
+		return m.failWith
 	}
 	return 0
 }

@@ -261,3 +261,26 @@ func TestUnsupportedOperationsFail(t *testing.T) {
 	require.Error(t, os.Link(filepath.Join(mnt, "f"), filepath.Join(mnt, "g")))
 	require.Error(t, os.Symlink("f", filepath.Join(mnt, "s")))
 }
+
+// A failing disk (Fail) answers every change with the error it is given, ENOSPC here, and
+// keeps what fsync made durable, as a cut does.
+func TestFailWith(t *testing.T) {
+	fsys, backing, mnt := mount(t, nil)
+	p := filepath.Join(mnt, "log")
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o644)
+	require.NoError(t, err)
+	_, err = f.Write([]byte("kept"))
+	require.NoError(t, err)
+	require.NoError(t, f.Sync())
+	fsys.Fail(syscall.ENOSPC)
+	_, err = f.Write([]byte("lost"))
+	require.ErrorIs(t, err, syscall.ENOSPC)
+	require.ErrorIs(t, f.Sync(), syscall.ENOSPC)
+	_, err = os.Create(filepath.Join(mnt, "new"))
+	require.ErrorIs(t, err, syscall.ENOSPC)
+	require.NoError(t, f.Close())
+	require.NoError(t, fsys.Unmount())
+	fsys = remount(t, backing, mnt, nil)
+	require.Equal(t, "kept", read(t, p))
+	_ = fsys
+}

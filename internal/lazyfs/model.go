@@ -40,8 +40,9 @@ type model struct {
 	trash   string // where unlinked files still named durably wait, by inode number
 	strict  bool
 
-	// cut is set by Cut: every change fails from then on.
-	cut bool
+	// cut is set by Cut and Fail: every change fails from then on, with failWith.
+	cut      bool
+	failWith syscall.Errno
 
 	inodes map[uint64]*inode
 	// names and durable map relative paths of regular files to inode numbers: as the
