@@ -350,13 +350,22 @@ func TestServeBanner(t *testing.T) {
 	r.shutdown(t)
 }
 
+// A directory never served before starts on a disk below --disk-reserve too: a small disk
+// is a reason to refuse writes, not to refuse to start.
+func TestServeNewDirectoryBelowReserve(t *testing.T) {
+	r := start(t, "--addr", "127.0.0.1:0", "--data", filepath.Join(t.TempDir(), "new"), "--disk-reserve", "1000000000GiB", "--silent")
+	assert.Contains(t, r.errs.String(), "--disk-reserve")
+	r.shutdown(t)
+}
+
 // With less free space than --disk-reserve, the banner warns, on stderr and in the log,
 // writes get 503 ServerBusy, and the first refused write logs why, once.
 func TestServeDiskReserve(t *testing.T) {
 	dir := t.TempDir()
 	start(t, "--addr", "127.0.0.1:0", "--data", dir, "--silent").shutdown(t)
 	r := start(t, "--addr", "127.0.0.1:0", "--data", dir, "--disk-reserve", "1000000000GiB", "--log-format", "json")
-	assert.Contains(t, r.errs.String(), "WARNING: writes are refused (503 ServerBusy) until there is more free space")
+	assert.Contains(t, r.errs.String(), "WARNING: the disk has less free space than --disk-reserve: reads answer, and writes are refused (503 ServerBusy)")
+	assert.NotContains(t, r.errs.String()+r.out.String(), "Options.", "messages name flags, not Go fields")
 	assert.Contains(t, r.out.String(), `"msg":"tabula: the disk has less free space than the reserve`)
 	svc, err := aztables.NewServiceClientFromConnectionString(r.connStr,
 		&aztables.ClientOptions{ClientOptions: azcore.ClientOptions{Retry: policy.RetryOptions{MaxRetries: -1}}})

@@ -180,7 +180,7 @@ func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer) (err erro
 		fmt.Fprintln(stderr, w)
 	}
 	if err := db.DiskFull(); err != nil { // the database's log says it too
-		fmt.Fprintf(stderr, "WARNING: writes are refused (503 ServerBusy) until there is more free space: %v\n", err)
+		fmt.Fprintf(stderr, "WARNING: the disk has less free space than --disk-reserve: reads answer, and writes are refused (503 ServerBusy) until there is more (or start with a smaller --disk-reserve): %s\n", message(err))
 	}
 
 	// The connection cap sits under TLS so that its ServerBusy refusal is itself sent over TLS.
