@@ -90,7 +90,7 @@ type checker struct {
 	live       map[uint64]string // table ID → the table's name, namespace-qualified
 	drops      map[uint64]bool
 	counted    map[uint64]*tableHolds // live tables' entities and bytes
-	entityIDs  []uint64           // entities' table IDs in key order, so each table's are one run
+	entityIDs  []uint64               // entities' table IDs in key order, so each table's are one run
 	aclIDs     []uint64
 	maxID      uint64
 	newest     int64 // ticks
