@@ -66,16 +66,17 @@ func TestCLIExportImportData(t *testing.T) {
 	tmp := t.TempDir()
 	for _, name := range []string{"all.jsonl", "all.jsonl.gz"} {
 		file := filepath.Join(tmp, name)
-		_, errs, code := runCLI(t, "export", "--data", src, file)
+		out, errs, code := runCLI(t, "export", "--data", src, file)
 		require.Equal(t, 0, code, errs)
 		assert.Empty(t, errs)
+		assert.Equal(t, "Exported 6 tables, 240 entities to "+file+".\n", out, "said when not on a terminal too")
 		text := readFile(t, file)
 		assert.Contains(t, text, `{"@tabula":"eof","tables":6,"entities":240}`)
 		_, err := os.Stat(statePath(file))
 		assert.ErrorIs(t, err, os.ErrNotExist, "the state file is gone when done")
 
 		dst := filepath.Join(t.TempDir(), "copy")
-		out, errs, code := runCLI(t, "import", "--data", dst, "--keep-timestamps", file)
+		out, errs, code = runCLI(t, "import", "--data", dst, "--keep-timestamps", file)
 		require.Equal(t, 0, code, errs)
 		assert.Equal(t, "Imported 6 tables, 240 entities\n", out)
 		again := filepath.Join(tmp, "again-"+name)
@@ -159,7 +160,7 @@ func TestCLIExportImportRemote(t *testing.T) {
 	to := tabulatest.NewServer(t, nil)
 	out, errs, code := runCLI(t, "import", "--connection-string", to.ConnectionString(), file)
 	require.Equal(t, 0, code, errs)
-	assert.Equal(t, "Imported 1 tables, 30 entities\n", out)
+	assert.Equal(t, "Imported 1 table, 30 entities\n", out)
 	n := 0
 	for _, err := range to.DB.Table("Things").QueryAll(ctx, tabula.Query{}) {
 		require.NoError(t, err)

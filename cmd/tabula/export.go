@@ -182,6 +182,8 @@ func export(ctx context.Context, d *dataFlags, namespaces []string, file string,
 	if err := os.Remove(statePath(file)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
+	// Said on a terminal or not: a script's log shows what was written.
+	fmt.Fprintf(stdout, "Exported %s, %s to %s.\n", count(last.Tables, "table"), count(last.Entities, "entity"), file)
 	return nil
 }
 

@@ -85,7 +85,7 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if *check {
 		verb = "Checked"
 	}
-	fmt.Fprintf(stdout, "%s %d tables, %d entities", verb, p.Tables, p.Entities)
+	fmt.Fprintf(stdout, "%s %s, %s", verb, count(p.Tables, "table"), count(p.Entities, "entity"))
 	if p.Skipped > 0 {
 		fmt.Fprintf(stdout, " (%d left out)", p.Skipped)
 	}
