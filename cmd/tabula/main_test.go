@@ -13,16 +13,35 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 )
 
-// syncBuffer is a bytes.Buffer safe to write from the server and read from the test.
+// syncBuffer is a bytes.Buffer safe to write from the server and read from the test, which
+// can wait for the next write instead of polling.
 type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu    sync.Mutex
+	b     bytes.Buffer
+	wrote chan struct{} // receives after a write; made by written
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.wrote != nil {
+		select {
+		case s.wrote <- struct{}{}:
+		default: // a signal is pending already
+		}
+	}
 	return s.b.Write(p)
+}
+
+// written receives after every write that follows the first call (at least once per batch of
+// writes), so that the test reads the buffer when there is something new in it.
+func (s *syncBuffer) written() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.wrote == nil {
+		s.wrote = make(chan struct{}, 1)
+	}
+	return s.wrote
 }
 
 func (s *syncBuffer) String() string {
@@ -41,26 +60,29 @@ type running struct {
 
 var connLine = regexp.MustCompile(`DefaultEndpointsProtocol=\S+`)
 
-// start runs `tabula serve args…` and waits for it to print its connection string.
+// start runs `tabula serve args…` and waits for it to print its connection string: it reads
+// stdout each time serve writes to it, so a slow start on a busy machine is only slow.
 func start(t *testing.T, args ...string) *running {
 	t.Helper()
 	ctx, stop := context.WithCancel(context.Background())
 	r := &running{out: &syncBuffer{}, errs: &syncBuffer{}, stop: stop, done: make(chan int, 1)}
+	written := r.out.written()
 	go func() { r.done <- run(ctx, append([]string{"serve"}, args...), r.out, r.errs) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for r.connStr == "" {
-		if time.Now().After(deadline) {
+	hang := time.NewTimer(2 * time.Minute) // a hang, not a wait for behaviour
+	defer hang.Stop()
+	for {
+		if r.connStr = connLine.FindString(r.out.String()); r.connStr != "" {
+			return r
+		}
+		select {
+		case <-written:
+		case code := <-r.done:
+			t.Fatalf("serve exited with %d: %s", code, r.errs)
+		case <-hang.C:
 			stop()
 			t.Fatalf("no connection string printed; stdout %q, stderr %q", r.out, r.errs)
 		}
-		select {
-		case code := <-r.done:
-			t.Fatalf("serve exited with %d: %s", code, r.errs)
-		case <-time.After(10 * time.Millisecond):
-		}
-		r.connStr = connLine.FindString(r.out.String())
 	}
-	return r
 }
 
 // shutdown stops the server as SIGINT would and checks that it exits cleanly.
