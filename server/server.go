@@ -46,7 +46,7 @@ type Options struct {
 
 	// AdminKey is the management API's administrator credential: the password of HTTP Basic
 	// authentication as the user "_tabula", which steers every account and creates and
-	// deletes accounts (see reserved.go). Default: a random key, which AdminKey returns.
+	// deletes accounts (see reservedpath.go). Default: a random key, which AdminKey returns.
 	AdminKey string
 
 	// Logger receives what the server says outside requests, such as how it assigned the
