@@ -1,7 +1,6 @@
 package server
 
 import (
-	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -152,8 +151,8 @@ func checkTableName(name string) *tabula.Error {
 		return withDetail(tabula.ErrInvalidResourceName, "the table name in the URL is not valid UTF-8")
 	}
 	if n := utf8.RuneCountInString(name); n > maxTableName {
-		return withMessage(tabula.ErrOutOfRangeInput, msgNameLength,
-			fmt.Sprintf("the table name in the URL is %d characters long; it must be 3 to %d", n, maxTableName))
+		return tabula.ErrOutOfRangeInput.WithMessage(msgNameLength,
+			"the table name in the URL is %d characters long; it must be 3 to %d", n, maxTableName)
 	}
 	return nil
 }
