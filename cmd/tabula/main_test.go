@@ -58,10 +58,15 @@ type running struct {
 	connStr   string
 }
 
-var connLine = regexp.MustCompile(`DefaultEndpointsProtocol=\S+`)
+var (
+	connLine = regexp.MustCompile(`DefaultEndpointsProtocol=\S+`)
+	// adminLine ends the part of the banner every serve prints, after the connection strings.
+	adminLine = regexp.MustCompile(`(?m)^Admin key[^\n]*\n`)
+)
 
-// start runs `tabula serve args…` and waits for it to print its connection string: it reads
-// stdout each time serve writes to it, so a slow start on a busy machine is only slow.
+// start runs `tabula serve args…` and waits for it to print its connection string and the
+// rest of its banner on stdout (what serve writes to stderr after that, see waitStderr): it
+// reads stdout each time serve writes to it, so a slow start on a busy machine is only slow.
 func start(t *testing.T, args ...string) *running {
 	t.Helper()
 	ctx, stop := context.WithCancel(context.Background())
@@ -71,7 +76,8 @@ func start(t *testing.T, args ...string) *running {
 	hang := time.NewTimer(2 * time.Minute) // a hang, not a wait for behaviour
 	defer hang.Stop()
 	for {
-		if r.connStr = connLine.FindString(r.out.String()); r.connStr != "" {
+		if out := r.out.String(); adminLine.MatchString(out) {
+			r.connStr = connLine.FindString(out)
 			return r
 		}
 		select {
@@ -81,6 +87,23 @@ func start(t *testing.T, args ...string) *running {
 		case <-hang.C:
 			stop()
 			t.Fatalf("no connection string printed; stdout %q, stderr %q", r.out, r.errs)
+		}
+	}
+}
+
+// waitStderr waits until serve has written text to stderr, as it does after its banner.
+func (r *running) waitStderr(t *testing.T, text string) {
+	t.Helper()
+	written := r.errs.written()
+	hang := time.NewTimer(2 * time.Minute) // a hang, not a wait for behaviour
+	defer hang.Stop()
+	for !strings.Contains(r.errs.String(), text) {
+		select {
+		case <-written:
+		case code := <-r.done:
+			t.Fatalf("serve exited with %d before writing %q: %s", code, text, r.errs)
+		case <-hang.C:
+			t.Fatalf("serve did not write %q to stderr: %q", text, r.errs)
 		}
 	}
 }
