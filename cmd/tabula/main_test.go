@@ -1,9 +1,15 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"sync"
@@ -59,14 +65,14 @@ type running struct {
 }
 
 var (
-	connLine = regexp.MustCompile(`DefaultEndpointsProtocol=\S+`)
-	// adminLine ends the part of the banner every serve prints, after the connection strings.
-	adminLine = regexp.MustCompile(`(?m)^Admin key[^\n]*\n`)
+	connLine     = regexp.MustCompile(`DefaultEndpointsProtocol=\S+`)
+	endpointLine = regexp.MustCompile(`TableEndpoint=([^;\s]+)`)
 )
 
-// start runs `tabula serve args…` and waits for it to print its connection string and the
-// rest of its banner on stdout (what serve writes to stderr after that, see waitStderr): it
-// reads stdout each time serve writes to it, so a slow start on a busy machine is only slow.
+// start runs `tabula serve args…` and returns once it serves: everything it prints before
+// serving (its banner on stdout, its warnings on stderr) is written by then. It reads stdout
+// each time serve writes to it until the connection string is out, then asks the server
+// itself (see serving), so a slow start on a busy machine is only slow.
 func start(t *testing.T, args ...string) *running {
 	t.Helper()
 	ctx, stop := context.WithCancel(context.Background())
@@ -76,8 +82,13 @@ func start(t *testing.T, args ...string) *running {
 	hang := time.NewTimer(2 * time.Minute) // a hang, not a wait for behaviour
 	defer hang.Stop()
 	for {
-		if out := r.out.String(); adminLine.MatchString(out) {
+		if out := r.out.String(); strings.Contains(out, "Admin key") { // the banner's connection strings are out
 			r.connStr = connLine.FindString(out)
+			if r.connStr == "" {
+				stop()
+				t.Fatalf("no connection string printed; stdout %q, stderr %q", r.out, r.errs)
+			}
+			serving(t, r.connStr)
 			return r
 		}
 		select {
@@ -91,21 +102,37 @@ func start(t *testing.T, args ...string) *running {
 	}
 }
 
-// waitStderr waits until serve has written text to stderr, as it does after its banner.
-func (r *running) waitStderr(t *testing.T, text string) {
+// serving returns once the server of the connection string answers. Its listener is open
+// before the banner is printed but served only after everything serve prints, so the answer
+// is the sign that serve has printed it all. The request is "OPTIONS *", which net/http
+// answers itself: no handler, so nothing in the request log.
+func serving(t *testing.T, connStr string) {
 	t.Helper()
-	written := r.errs.written()
-	hang := time.NewTimer(2 * time.Minute) // a hang, not a wait for behaviour
-	defer hang.Stop()
-	for !strings.Contains(r.errs.String(), text) {
-		select {
-		case <-written:
-		case code := <-r.done:
-			t.Fatalf("serve exited with %d before writing %q: %s", code, text, r.errs)
-		case <-hang.C:
-			t.Fatalf("serve did not write %q to stderr: %q", text, r.errs)
-		}
+	m := endpointLine.FindStringSubmatch(connStr)
+	if m == nil {
+		t.Fatalf("no TableEndpoint in %q", connStr)
 	}
+	u, err := url.Parse(m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(2 * time.Minute)) // a hang, not a wait for behaviour
+	if u.Scheme == "https" {
+		c = tls.Client(c, &tls.Config{InsecureSkipVerify: true}) // only to see it serve
+	}
+	if _, err := io.WriteString(c, "OPTIONS * HTTP/1.1\r\nHost: "+u.Host+"\r\nConnection: close\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("serve does not answer: %v", err)
+	}
+	_ = resp.Body.Close()
 }
 
 // shutdown stops the server as SIGINT would and checks that it exits cleanly.
