@@ -196,8 +196,12 @@ func TestExportedIdentifiers(t *testing.T) {
 		if !assert.NoError(t, err, "%s is a package with no list; run go test ./internal/apisurface -update", dir) {
 			continue
 		}
+		pkg := dir
+		if dir == "." {
+			pkg = "the root package"
+		}
 		assert.Equal(t, string(golden), got,
-			"the exported identifiers of %s changed; if on purpose, run go test ./internal/apisurface -update and commit testdata/%s", dir, name)
+			"the exported identifiers of %s changed; if on purpose, run go test ./internal/apisurface -update and commit testdata/%s", pkg, name)
 	}
 	files, err := os.ReadDir("testdata")
 	require.NoError(t, err)
