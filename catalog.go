@@ -56,7 +56,7 @@ func validateTableName(name string) error {
 		}
 	}
 	if len(name) < 3 || len(name) > 63 {
-		return ErrOutOfRangeInput.withMessage("The specified resource name length is not within the permissible limits.",
+		return ErrOutOfRangeInput.WithMessage("The specified resource name length is not within the permissible limits.",
 			"table name %q is %d characters long; it must be 3 to 63", name, len(name))
 	}
 	if strings.EqualFold(name, "tables") {

@@ -265,7 +265,7 @@ func validateKeyFully(field, key string) (int, error) {
 	n := utf16Len(key)
 	if n > MaxKeyLength {
 		msg := strings.Replace(ErrKeyValueTooLarge.Message, propPartitionKey, field, 1)
-		return 0, ErrKeyValueTooLarge.withMessage(msg, "%s is %d UTF-16 code units long; the limit is %d", field, n, MaxKeyLength)
+		return 0, ErrKeyValueTooLarge.WithMessage(msg, "%s is %d UTF-16 code units long; the limit is %d", field, n, MaxKeyLength)
 	}
 	// Every forbidden character is ASCII except U+0080–U+009F, which UTF-8 writes 0xC2 0x80–0x9F.
 	for i := 0; i < len(key); i++ {
@@ -274,7 +274,7 @@ func validateKeyFully(field, key string) (int, error) {
 			c == 0xC2 && i+1 < len(key) && key[i+1] <= 0x9F {
 			r, _ := utf8.DecodeRuneInString(key[i:])
 			msg := fmt.Sprintf("The '%s' parameter of value '%s' is out of range.", field, key)
-			return 0, ErrOutOfRangeInput.withMessage(msg, "%s %q contains %U, which keys may not contain", field, key, r)
+			return 0, ErrOutOfRangeInput.WithMessage(msg, "%s %q contains %U, which keys may not contain", field, key, r)
 		}
 	}
 	return n, nil
@@ -339,7 +339,7 @@ func validateValue(name string, v Property) (int, error) {
 		t := time.Time(v)
 		if t.Before(minDateTime) || t.After(maxDateTime) {
 			msg := fmt.Sprintf("The '%s' parameter of value '%s' is out of range.", name, t.UTC().Format("01/02/2006 15:04:05"))
-			return 0, ErrOutOfRangeInput.withMessage(msg, "property %q: DateTime %s is outside %s..%s", name,
+			return 0, ErrOutOfRangeInput.WithMessage(msg, "property %q: DateTime %s is outside %s..%s", name,
 				formatTime(t), formatTime(minDateTime), formatTime(maxDateTime))
 		}
 	case Boolean, Double, Guid, Int32, Int64:

@@ -59,9 +59,10 @@ func (e *Error) WithDetail(format string, args ...any) *Error {
 	return &c
 }
 
-// withMessage returns a copy of the sentinel with the service's message for this occurrence
-// (some codes carry parameterised messages) and a detail.
-func (e *Error) withMessage(message, format string, args ...any) *Error {
+// WithMessage is WithDetail for the codes whose service message depends on the occurrence
+// (the service's InvalidInput in a transaction names the failing operation, for one): the
+// copy also carries message as its Message. The engine and `tabula serve` both use it.
+func (e *Error) WithMessage(message, format string, args ...any) *Error {
 	c := e.WithDetail(format, args...)
 	c.Message = message
 	return c
@@ -185,5 +186,5 @@ func admit(d partition.Decision, what string) error {
 	default:
 		why = "injected fault (Options.Faults)"
 	}
-	return sentinel.withMessage(d.Message(), "%s: %s", what, why)
+	return sentinel.WithMessage(d.Message(), "%s: %s", what, why)
 }

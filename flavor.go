@@ -179,7 +179,7 @@ func (r *flavorRules) checkEntity(e *Entity) error {
 		if _, ok := e.Properties[name]; ok {
 			// The FAQ names the reserved names but not Cosmos DB's answer: Tabula's choice
 			// is Cosmos DB's answer to a bad input.
-			return ErrInvalidInput.withMessage(cosmosMsgInvalidInput,
+			return ErrInvalidInput.WithMessage(cosmosMsgInvalidInput,
 				"property name %q is reserved by Cosmos DB (Options.Flavor %s)", name, r.name)
 		}
 	}
@@ -189,13 +189,13 @@ func (r *flavorRules) checkEntity(e *Entity) error {
 // checkKeys applies the flavour's key rules.
 func (r *flavorRules) checkKeys(pk, rk string) error {
 	if r.emptyKeys && (pk == "" || rk == "") {
-		return ErrPropertiesNeedValue.withMessage(cosmosMsgEmptyKey,
+		return ErrPropertiesNeedValue.WithMessage(cosmosMsgEmptyKey,
 			"PartitionKey and RowKey may not be empty on Cosmos DB (Options.Flavor %s)", r.name)
 	}
 	if n := len(rk); n > r.maxRowKeyBytes {
 		// The FAQ gives the limit, not the answer: Tabula's choice is Cosmos DB's answer to
 		// a bad input.
-		return ErrInvalidInput.withMessage(cosmosMsgInvalidInput,
+		return ErrInvalidInput.WithMessage(cosmosMsgInvalidInput,
 			"RowKey is %d bytes long in UTF-8; Cosmos DB's limit is %d (Options.Flavor %s)", n, r.maxRowKeyBytes, r.name)
 	}
 	return nil

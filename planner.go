@@ -159,7 +159,7 @@ func parseFilter(filter string) (odata.Expr, error) {
 		if fe.Code == odata.CodeNotImplemented {
 			sentinel = ErrNotImplemented
 		}
-		return nil, sentinel.withMessage(fe.Message, "%s", strings.TrimPrefix(fe.Error(), "odata: "))
+		return nil, sentinel.WithMessage(fe.Message, "%s", strings.TrimPrefix(fe.Error(), "odata: "))
 	}
 	return expr, err
 }

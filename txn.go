@@ -292,7 +292,7 @@ func validateTransaction(actions []Action) ([][]string, error) {
 			size, MaxTransactionPayload)
 	}
 	if n := len(actions); n > MaxTransactionActions {
-		return nil, &TransactionError{Index: MaxTransactionActions - 1, Err: ErrInvalidInput.withMessage(
+		return nil, &TransactionError{Index: MaxTransactionActions - 1, Err: ErrInvalidInput.WithMessage(
 			"The batch request operation exceeds the maximum 100 changes per change set.",
 			"transaction has %d actions; the limit is %d", n, MaxTransactionActions)}
 	}
@@ -306,7 +306,7 @@ func validateTransaction(actions []Action) ([][]string, error) {
 			return nil, actionError(i, err)
 		}
 		if a.Kind == ActionRetrieve && len(actions) > 1 {
-			return nil, &TransactionError{Index: i, Err: ErrInvalidInput.withMessage(
+			return nil, &TransactionError{Index: i, Err: ErrInvalidInput.WithMessage(
 				"A query operation is not permitted within a change set.",
 				"action %d is a Retrieve; a Retrieve must be a transaction's only action", i)}
 		}
@@ -318,7 +318,7 @@ func validateTransaction(actions []Action) ([][]string, error) {
 		rk := a.Entity.RowKey
 		if _, dup := rows[rk]; dup {
 			msg := strings.Replace(ErrInvalidDuplicateRow.Message, "''", "'"+rk+"'", 1)
-			return nil, &TransactionError{Index: i, Err: ErrInvalidDuplicateRow.withMessage(msg,
+			return nil, &TransactionError{Index: i, Err: ErrInvalidDuplicateRow.WithMessage(msg,
 				"action %d has RowKey %q, which an earlier action has; an entity may appear once in a transaction", i, rk)}
 		}
 		rows[rk] = struct{}{}

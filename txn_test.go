@@ -447,7 +447,9 @@ func TestTransactionBank(t *testing.T) {
 		readers sync.WaitGroup
 		writers sync.WaitGroup
 	)
+	read, readerDone := make(chan struct{}, 1), make(chan struct{}) // a read completed; the reader stopped
 	readers.Go(func() {
+		defer close(readerDone)
 		for !done.Load() {
 			total, n, err := sum()
 			if !assert.NoError(t, err) || !assert.Equal(t, int64(accounts*initial), total, "a reader saw a partial transfer") ||
@@ -455,6 +457,10 @@ func TestTransactionBank(t *testing.T) {
 				return
 			}
 			reads.Add(1)
+			select {
+			case read <- struct{}{}:
+			default: // a signal is pending already
+			}
 		}
 	})
 	for w := range workers {
@@ -491,10 +497,14 @@ func TestTransactionBank(t *testing.T) {
 		})
 	}
 	writers.Wait()
-	// Let the reader see the final state at least once more.
-	before := reads.Load()
-	for reads.Load() == before && !t.Failed() {
-		time.Sleep(time.Millisecond)
+	// Let the reader see the final state at least once more: the read after the one that may
+	// be under way now began after the last transfer.
+	for seen := reads.Load(); reads.Load() < seen+2; {
+		select {
+		case <-read:
+		case <-readerDone:
+			seen = -2 // it stopped on a failure, reported already
+		}
 	}
 	done.Store(true)
 	readers.Wait()

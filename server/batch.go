@@ -104,7 +104,7 @@ func (c *call) changeSet(data []byte, boundary string) error {
 			if read == 0 || table == "" {
 				table = op.req.res.table
 			} else if !strings.EqualFold(op.req.res.table, table) {
-				opErr = withMessage(tabula.ErrCommandsInBatchActOnDifferentPartitions, tabula.ErrCommandsInBatchActOnDifferentPartitions.Message,
+				opErr = withDetail(tabula.ErrCommandsInBatchActOnDifferentPartitions,
 					"operation "+strconv.Itoa(read)+" addresses table "+op.req.res.table+", not "+table)
 			}
 		}

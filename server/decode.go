@@ -11,20 +11,6 @@ import (
 // Request bodies are read by the wire codec (internal/wire); this file is the edge where a
 // wire.Entity becomes the engine's tabula.Entity and a wire.DecodeError the service's error.
 
-// DecodeEntity reads an entity as the service sends it in a response (any metadata level,
-// such as an SDK's GetEntity or ListEntities value) or as a client sends it in a request:
-// keys, typed properties by the service's rules, and, when present, odata.etag as the ETag
-// and Timestamp. Properties without an annotation take the type their JSON value implies,
-// as on the service, so read nometadata bodies knowing that Int64 and DateTime values come
-// back as Strings there.
-func DecodeEntity(data []byte) (tabula.Entity, error) {
-	e, err := decodeEntity(data, wire.KeysFromResponse)
-	if err != nil {
-		return tabula.Entity{}, err
-	}
-	return e, nil
-}
-
 // decodeEntity applies the service's reading rules to a JSON entity body (wire.DecodeEntity);
 // the engine then checks names and limits.
 func decodeEntity(body []byte, keys wire.Keys) (tabula.Entity, *tabula.Error) {

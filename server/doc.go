@@ -32,8 +32,7 @@
 //
 // Tabula's own additions are marked as such: the X-Tabula-Error-Detail response header says
 // exactly what was wrong with a refused request, in words the service's fixed messages do
-// not have, and EncodeEntity and DecodeEntity convert between tabula.Entity and the JSON
-// the SDKs exchange.
+// not have, and EncodeEntity turns a tabula.Entity into the JSON body an SDK sends.
 //
 // Transient states on request (Tabula's own; off by default, as on the emulators): after
 // Delete Table the service answers 409 TableBeingDeleted to a create of the name, and to any

@@ -89,18 +89,11 @@ func withDetail(e *tabula.Error, detail string) *tabula.Error {
 	return e.WithDetail("%s", detail)
 }
 
-// withMessage is withDetail with the service's message for this occurrence.
-func withMessage(e *tabula.Error, message, detail string) *tabula.Error {
-	c := e.WithDetail("%s", detail)
-	c.Message = message
-	return c
-}
-
 func invalidInput(message, detail string) *tabula.Error {
 	if message == "" {
 		message = tabula.ErrInvalidInput.Message
 	}
-	return withMessage(tabula.ErrInvalidInput, message, detail)
+	return tabula.ErrInvalidInput.WithMessage(message, "%s", detail)
 }
 
 // serviceError turns whatever an engine call returned into the service's error. The engine

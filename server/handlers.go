@@ -572,7 +572,7 @@ func filterError(err error) *tabula.Error {
 		if fe.Code == odata.CodeNotImplemented {
 			sentinel = tabula.ErrNotImplemented
 		}
-		return withMessage(sentinel, fe.Message, fe.Error())
+		return sentinel.WithMessage(fe.Message, "%s", fe.Error())
 	}
 	return serviceError(err)
 }

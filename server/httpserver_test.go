@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -110,28 +111,93 @@ func TestStalledBodyIsCutOff(t *testing.T) {
 	}
 }
 
-// A body that keeps arriving is not cut off, though it takes far longer than the stall limit.
-func TestSlowBodyThatKeepsArrivingIsServed(t *testing.T) {
-	l := slowLimits()
-	l.BodyStallTimeout = time.Second
-	addr := serveLimited(t, readAll, l, nil)
-	c := dial(t, addr)
-	const chunks = 15 // 1.5 s in all
-	_, err := io.WriteString(c, "POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 15\r\n\r\n")
-	require.NoError(t, err)
-	tick := time.NewTicker(100 * time.Millisecond) // paces the client, well inside the stall limit
-	defer tick.Stop()
-	for range chunks {
-		<-tick.C
-		_, err := io.WriteString(c, "a")
-		require.NoError(t, err)
+// deadlineRecorder is a ResponseWriter whose connection deadlines are recorded, as
+// http.ResponseController sets them.
+type deadlineRecorder struct {
+	*httptest.ResponseRecorder
+	reads, writes []time.Time
+}
+
+func (d *deadlineRecorder) SetReadDeadline(t time.Time) error {
+	d.reads = append(d.reads, t)
+	return nil
+}
+
+func (d *deadlineRecorder) SetWriteDeadline(t time.Time) error {
+	d.writes = append(d.writes, t)
+	return nil
+}
+
+// tickingBody delivers its bytes one a read, each arriving a step after the last on clock.
+type tickingBody struct {
+	left  int
+	clock *time.Time
+	step  time.Duration
+}
+
+func (b *tickingBody) Read(p []byte) (int, error) {
+	if b.left == 0 {
+		return 0, io.EOF
 	}
-	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	assert.Equal(t, 200, resp.StatusCode)
-	b, _ := io.ReadAll(resp.Body)
-	assert.Equal(t, "got 15 bytes", string(b))
+	*b.clock = b.clock.Add(b.step)
+	b.left--
+	p[0] = 'a'
+	return 1, nil
+}
+
+func (b *tickingBody) Close() error { return nil }
+
+// A body that keeps arriving is not cut off, though it takes far longer than the stall limit:
+// before every read the guard moves the read deadline to the stall limit from now, never past
+// the whole request's ReadTimeout, and once the body is in it gives the response its
+// WriteTimeout. (The clock is the guard's; the connection's deadlines are recorded.)
+func TestSlowBodyThatKeepsArrivingIsServed(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		whole time.Duration // ReadTimeout
+		cap   bool          // whether the whole request's deadline caps the last reads
+	}{
+		{"no whole-request limit", 0, false},
+		{"within ReadTimeout", time.Hour, false},
+		{"capped by ReadTimeout", 1200 * time.Millisecond, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := testNow
+			l := HTTPLimits{BodyStallTimeout: time.Second, ReadTimeout: tc.whole, WriteTimeout: time.Minute}
+			g := &stallGuard{limits: l, now: func() time.Time { return clock }}
+			var got int
+			g.h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				b, err := io.ReadAll(r.Body)
+				assert.NoError(t, err)
+				got = len(b)
+			})
+			const chunks = 15 // 4.5 s in all, the stall limit is 1 s
+			r := httptest.NewRequest(http.MethodPost, "/x", nil)
+			r.Body = &tickingBody{left: chunks, clock: &clock, step: 300 * time.Millisecond}
+			w := &deadlineRecorder{ResponseRecorder: httptest.NewRecorder()}
+			g.ServeHTTP(w, r)
+
+			assert.Equal(t, chunks, got, "the whole body was read")
+			require.Len(t, w.reads, 1+chunks+1, "armed before the handler and before every read")
+			for i, d := range w.reads {
+				want := testNow.Add(time.Duration(i) * 300 * time.Millisecond).Add(time.Second)
+				if i > 0 {
+					want = want.Add(-300 * time.Millisecond) // armed before the read that moves the clock
+				}
+				if tc.whole > 0 && want.After(testNow.Add(tc.whole)) {
+					want = testNow.Add(tc.whole)
+				}
+				assert.Equal(t, want, d, "read deadline %d", i)
+			}
+			last := w.reads[len(w.reads)-1]
+			if tc.cap {
+				assert.Equal(t, testNow.Add(tc.whole), last)
+			} else {
+				assert.True(t, last.After(testNow.Add(3*time.Second)), "the deadline moved on with the body: %v", last.Sub(testNow))
+			}
+			assert.Equal(t, []time.Time{clock.Add(time.Minute)}, w.writes, "the response's WriteTimeout starts when the body is in")
+		})
+	}
 }
 
 // Once the body is in, the stall limit no longer applies: a handler that works longer than it
@@ -168,9 +234,12 @@ func TestIdleKeepAliveIsClosed(t *testing.T) {
 	addr := serveLimited(t, readAll, l, nil)
 	c := dial(t, addr)
 	br := bufio.NewReader(c)
-	for range 2 { // the connection is kept alive between requests
-		_, err := io.WriteString(c, "GET /x HTTP/1.1\r\nHost: x\r\n\r\n")
-		require.NoError(t, err)
+	// Both requests are sent at once, so the second is there when the first is answered
+	// however slowly the test runs: the connection is kept alive between them and goes idle
+	// only after the second.
+	_, err := io.WriteString(c, strings.Repeat("GET /x HTTP/1.1\r\nHost: x\r\n\r\n", 2))
+	require.NoError(t, err)
+	for range 2 {
 		resp, err := http.ReadResponse(br, nil)
 		require.NoError(t, err)
 		_, _ = io.Copy(io.Discard, resp.Body)

@@ -1,8 +1,8 @@
 package server
 
 import (
-	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"strings"
 	"unicode/utf8"
@@ -151,8 +151,8 @@ func checkTableName(name string) *tabula.Error {
 		return withDetail(tabula.ErrInvalidResourceName, "the table name in the URL is not valid UTF-8")
 	}
 	if n := utf8.RuneCountInString(name); n > maxTableName {
-		return withMessage(tabula.ErrOutOfRangeInput, msgNameLength,
-			fmt.Sprintf("the table name in the URL is %d characters long; it must be 3 to %d", n, maxTableName))
+		return tabula.ErrOutOfRangeInput.WithMessage(msgNameLength,
+			"the table name in the URL is %d characters long; it must be 3 to %d", n, maxTableName)
 	}
 	return nil
 }
@@ -237,4 +237,86 @@ func readQuoted(s string) (value, rest string, ok bool) {
 		return b.String(), s[i+1:], true
 	}
 	return "", "", false
+}
+
+// route dispatches a parsed request to its operation.
+func (c *call) route(res resource, method string) error {
+	if c.secondary && method != http.MethodGet && method != http.MethodHead {
+		return withDetail(errAuthorizationFailure, "the secondary endpoint is read-only")
+	}
+	if c.query.Has("comp") || c.query.Has("restype") {
+		c.dropTableHeaders()
+		return c.routeXML(res, method) // service properties and stats, table ACLs
+	}
+	// The service's answers to queries say they vary by Origin, whether or not the request
+	// has one, as the SDKs' recorded live traffic shows.
+	c.queryAnswer = method == http.MethodGet && res.kind != resBatch && res.kind != resService
+	switch res.kind {
+	case resTables:
+		switch method {
+		case http.MethodGet:
+			return c.queryTables()
+		case http.MethodPost:
+			return c.createTable()
+		}
+	case resTable:
+		switch method {
+		case http.MethodGet:
+			return c.getTable(res.table)
+		case http.MethodDelete:
+			return c.deleteTable(res.table)
+		}
+	case resEntitySet:
+		switch method {
+		case http.MethodGet:
+			return c.queryEntities(res.table)
+		case http.MethodPost:
+			noteEntities(c.w, 1) // unless it fails
+			return c.insertEntity(res.table)
+		}
+	case resEntity:
+		noteEntities(c.w, 1) // unless it fails
+		switch method {
+		case http.MethodGet:
+			return c.getEntity(res)
+		case http.MethodPut:
+			return c.writeEntity(res, tabula.Replace)
+		case "MERGE", http.MethodPatch:
+			return c.writeEntity(res, tabula.Merge)
+		case http.MethodDelete:
+			return c.deleteEntity(res)
+		}
+	case resBatch:
+		if method == http.MethodPost {
+			return c.batch()
+		}
+	case resService:
+		return withDetail(errInvalidQueryParameterValue, "a request to the service needs restype=service and comp=properties or comp=stats")
+	}
+	return withDetail(errMethodNotAllowed, method+" is not allowed here")
+}
+
+// effectiveMethod applies X-HTTP-Method tunnelling: only on POST, once, and only to MERGE,
+// PUT or DELETE (REST docs: "Merge Entity").
+func effectiveMethod(r *http.Request) (string, *tabula.Error) {
+	return tunnelledMethod(r.Method, r.Header.Values("X-Http-Method")) // canonical form: no conversion per request
+}
+
+// tunnelledMethod is the method a request sent as method means, given its X-HTTP-Method
+// values.
+func tunnelledMethod(method string, values []string) (string, *tabula.Error) {
+	if len(values) == 0 {
+		return method, nil
+	}
+	if method != http.MethodPost {
+		return "", errXMethodNotUsingPost
+	}
+	if len(values) > 1 {
+		return "", errXMethodIncorrectCount
+	}
+	switch m := strings.ToUpper(strings.TrimSpace(values[0])); m {
+	case "MERGE", http.MethodPut, http.MethodDelete:
+		return m, nil
+	}
+	return "", withDetail(errXMethodIncorrectValue, "X-HTTP-Method: "+values[0])
 }

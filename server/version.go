@@ -7,6 +7,10 @@ import "github.com/tabuladb/tabula"
 // /myaccount-secondary/).
 const secondarySuffix = "-secondary"
 
+// DefaultVersion is the x-ms-version a response carries when the request named none: the
+// version whose behaviour Tabula reproduces.
+const DefaultVersion = "2019-02-02"
+
 // knownVersions are the x-ms-version values the service accepts: every version the
 // "Versioning for the Azure Storage services" and "Previous Azure Storage service versions"
 // pages list, from 2009-04-14 to 2025-11-05. The Table service's behaviour has not changed

@@ -9,6 +9,8 @@
 //	internal/...                        machinery shared by several of the above
 //
 // A package imports only from the layers below its own, and the three leaves import none
-// of each other. A new package takes its place by a line in the test's rules; a new import
+// of each other. Two packages under internal/ hold only tests of the module as a whole and
+// import nothing of it: this one, and internal/apisurface, which lists what each package
+// exports. A new package takes its place by a line in the test's rules; a new import
 // that breaks one fails `go test ./...`, naming the two packages and the rule's reason.
 package layering

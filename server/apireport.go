@@ -11,7 +11,7 @@ import (
 	"github.com/tabuladb/tabula/partition"
 )
 
-// serveInsight serves the read-only views of the load: the heat report and query plans.
+// serveReport serves the read-only views of the load: the heat report and query plans.
 //
 //	GET api/report                       the heat report as JSON (reportJSON)
 //	GET api/report?format=svg            the same as an SVG heat map (partition.Report.WriteSVG)
@@ -20,15 +20,15 @@ import (
 // Neither writes data; explain reads one page, charged to the limits as any query is. Both
 // see the signed-in account's tables alone; the administrator's see every account's (each
 // table named account/table), or one account's with ?account=NAME.
-func (s *Server) serveInsight(w http.ResponseWriter, r *http.Request, who principal, path string) {
+func (s *Server) serveReport(w http.ResponseWriter, r *http.Request, who principal, path string) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
-		writeInsightError(w, http.StatusMethodNotAllowed, "tabula: "+path+" is read-only; use GET")
+		writeReportError(w, http.StatusMethodNotAllowed, "tabula: "+path+" is read-only; use GET")
 		return
 	}
 	k, e, cerr := s.scopeOf(r, who)
 	if cerr != nil {
-		writeInsightError(w, cerr.status, "tabula: "+cerr.message)
+		writeReportError(w, cerr.status, "tabula: "+cerr.message)
 		return
 	}
 	switch path {
@@ -39,14 +39,14 @@ func (s *Server) serveInsight(w http.ResponseWriter, r *http.Request, who princi
 		}
 		switch r.URL.Query().Get("format") {
 		case "", "json":
-			writeInsightJSON(w, http.StatusOK, newReportJSON(rep))
+			writeReportJSON(w, http.StatusOK, newReportJSON(rep))
 		case "svg":
 			w.Header().Set("Content-Type", "image/svg+xml")
 			w.Header().Set("Cache-Control", "no-store")
 			w.Header().Set("X-Content-Type-Options", "nosniff")
 			_ = rep.WriteSVG(w)
 		default:
-			writeInsightError(w, http.StatusBadRequest, "tabula: format must be json or svg")
+			writeReportError(w, http.StatusBadRequest, "tabula: format must be json or svg")
 		}
 	case "explain":
 		s.explain(w, r, e)
@@ -184,13 +184,13 @@ func (s *Server) explain(w http.ResponseWriter, r *http.Request, e *accountEntry
 	q := r.URL.Query()
 	name, filter := q.Get("table"), q.Get("filter")
 	if name == "" {
-		writeInsightError(w, http.StatusBadRequest, "tabula: explain needs table=<name>")
+		writeReportError(w, http.StatusBadRequest, "tabula: explain needs table=<name>")
 		return
 	}
 	if e == nil {
 		account, table, ok := strings.Cut(name, "/")
 		if e = s.dir.get(account); !ok || e == nil {
-			writeInsightError(w, http.StatusBadRequest, "tabula: as the administrator, name the table account/table, or the account with account=<name>")
+			writeReportError(w, http.StatusBadRequest, "tabula: as the administrator, name the table account/table, or the account with account=<name>")
 			return
 		}
 		name = table
@@ -198,7 +198,7 @@ func (s *Server) explain(w http.ResponseWriter, r *http.Request, e *accountEntry
 	t := e.ns.Table(name)
 	plan, err := t.Explain(tabula.Query{Filter: filter})
 	if err != nil {
-		writeInsightError(w, statusOf(err), err.Error())
+		writeReportError(w, statusOf(err), err.Error())
 		return
 	}
 	detail, _, _ := strings.Cut(plan.String(), " (service:") // the kind and its key ranges
@@ -206,7 +206,7 @@ func (s *Server) explain(w http.ResponseWriter, r *http.Request, e *accountEntry
 	page, err := t.Query(r.Context(), tabula.Query{Filter: filter})
 	switch {
 	case errors.Is(err, tabula.ErrTableNotFound):
-		writeInsightError(w, http.StatusNotFound, err.Error())
+		writeReportError(w, http.StatusNotFound, err.Error())
 		return
 	case err != nil:
 		out.RunError = serviceError(err).Error()
@@ -216,7 +216,7 @@ func (s *Server) explain(w http.ResponseWriter, r *http.Request, e *accountEntry
 			out.Ratio = float64(out.Scanned) / float64(out.Returned)
 		}
 	}
-	writeInsightJSON(w, http.StatusOK, out)
+	writeReportJSON(w, http.StatusOK, out)
 }
 
 // statusOf is the HTTP status a tabula error carries, 400 for other errors.
@@ -228,7 +228,7 @@ func statusOf(err error) int {
 	return http.StatusBadRequest
 }
 
-func writeInsightJSON(w http.ResponseWriter, status int, v any) {
+func writeReportJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
@@ -236,8 +236,8 @@ func writeInsightJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-func writeInsightError(w http.ResponseWriter, status int, msg string) {
-	writeInsightJSON(w, status, map[string]string{"error": msg})
+func writeReportError(w http.ResponseWriter, status int, msg string) {
+	writeReportJSON(w, status, map[string]string{"error": msg})
 }
 
 // nameByAccount names each table of a report of every account account/table, by the account

@@ -67,7 +67,7 @@ type dataPropertyJSON struct {
 func (s *Server) serveData(w http.ResponseWriter, r *http.Request, who principal, path string) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
-		writeInsightError(w, http.StatusMethodNotAllowed, "tabula: "+path+" is read-only; use GET")
+		writeReportError(w, http.StatusMethodNotAllowed, "tabula: "+path+" is read-only; use GET")
 		return
 	}
 	if path != "data" && path != "data/export" {
@@ -76,19 +76,19 @@ func (s *Server) serveData(w http.ResponseWriter, r *http.Request, who principal
 	}
 	_, e, cerr := s.scopeOf(r, who)
 	if cerr != nil {
-		writeInsightError(w, cerr.status, "tabula: "+cerr.message)
+		writeReportError(w, cerr.status, "tabula: "+cerr.message)
 		return
 	}
 	q := r.URL.Query()
 	name, filter := q.Get("table"), q.Get("filter")
 	if name == "" {
-		writeInsightError(w, http.StatusBadRequest, "tabula: table: name the table with table=<name>")
+		writeReportError(w, http.StatusBadRequest, "tabula: table: name the table with table=<name>")
 		return
 	}
 	if e == nil {
 		account, table, ok := strings.Cut(name, "/")
 		if e = s.dir.get(account); !ok || e == nil {
-			writeInsightError(w, http.StatusBadRequest, "tabula: table: as the administrator, name the table account/table, or the account with account=<name>")
+			writeReportError(w, http.StatusBadRequest, "tabula: table: as the administrator, name the table account/table, or the account with account=<name>")
 			return
 		}
 		name = table
@@ -96,7 +96,7 @@ func (s *Server) serveData(w http.ResponseWriter, r *http.Request, who principal
 	t := e.ns.Table(name)
 	// The filter is parsed before anything runs, so a bad one is a 400 naming its fault.
 	if _, err := t.Explain(tabula.Query{Filter: filter}); err != nil {
-		writeInsightError(w, statusOf(err), err.Error())
+		writeReportError(w, statusOf(err), err.Error())
 		return
 	}
 	if path == "data/export" {
@@ -107,7 +107,7 @@ func (s *Server) serveData(w http.ResponseWriter, r *http.Request, who principal
 	if v := q.Get("top"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > maxDataTop {
-			writeInsightError(w, http.StatusBadRequest, "tabula: top: "+strconv.Quote(v)+" must be a whole number from 1 to "+strconv.Itoa(maxDataTop))
+			writeReportError(w, http.StatusBadRequest, "tabula: top: "+strconv.Quote(v)+" must be a whole number from 1 to "+strconv.Itoa(maxDataTop))
 			return
 		}
 		top = n
@@ -115,7 +115,7 @@ func (s *Server) serveData(w http.ResponseWriter, r *http.Request, who principal
 	page, err := t.Query(r.Context(), tabula.Query{Filter: filter, Top: top,
 		Continuation: tabula.Continuation{NextPartitionKey: q.Get("nextPartitionKey"), NextRowKey: q.Get("nextRowKey")}})
 	if err != nil {
-		writeInsightError(w, statusOf(err), serviceError(err).Error())
+		writeReportError(w, statusOf(err), serviceError(err).Error())
 		return
 	}
 	out := dataPageJSON{Table: name, Filter: filter, Entities: make([]dataEntityJSON, 0, len(page.Entities))}
@@ -125,7 +125,7 @@ func (s *Server) serveData(w http.ResponseWriter, r *http.Request, who principal
 	if !page.Continuation.IsZero() {
 		out.Next = &dataNextJSON{page.Continuation.NextPartitionKey, page.Continuation.NextRowKey}
 	}
-	writeInsightJSON(w, http.StatusOK, out)
+	writeReportJSON(w, http.StatusOK, out)
 }
 
 // exportData writes table name of account e, the entities matching filter, as an
@@ -134,7 +134,7 @@ func (s *Server) serveData(w http.ResponseWriter, r *http.Request, who principal
 // which the format's readers report as a file cut short.
 func (s *Server) exportData(w http.ResponseWriter, r *http.Request, e *accountEntry, name, filter string) {
 	if _, err := e.ns.Table(name).Query(r.Context(), tabula.Query{Top: 1}); errors.Is(err, tabula.ErrTableNotFound) {
-		writeInsightError(w, http.StatusNotFound, err.Error())
+		writeReportError(w, http.StatusNotFound, err.Error())
 		return
 	}
 	h := w.Header()

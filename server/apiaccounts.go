@@ -6,25 +6,6 @@ import (
 	"strings"
 )
 
-// serveManagement serves the management API under ReservedPrefix+"api/" for an authenticated
-// principal; path is what follows "api/". What the console reads (the heat report and query
-// plans) is served by serveInsight; what steers the simulation (limits, faults) by
-// serveControl; the accounts themselves by serveAccounts.
-func (s *Server) serveManagement(w http.ResponseWriter, r *http.Request, who principal, path string) {
-	switch {
-	case path == "report", path == "explain":
-		s.serveInsight(w, r, who, path)
-	case path == "data", strings.HasPrefix(path, "data/"):
-		s.serveData(w, r, who, path)
-	case path == "accounts", strings.HasPrefix(path, "accounts/"):
-		s.serveAccounts(w, r, who, strings.TrimPrefix(strings.TrimPrefix(path, "accounts"), "/"))
-	case path == "snapshots", strings.HasPrefix(path, "snapshots/"):
-		s.serveSnapshots(w, r, who.admin, strings.TrimPrefix(path, "snapshots"))
-	default:
-		s.serveControl(w, r, who, path)
-	}
-}
-
 // createdAccountJSON is the answer to POST api/accounts.
 type createdAccountJSON struct {
 	Name             string `json:"name"`

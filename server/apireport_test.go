@@ -220,7 +220,7 @@ func urlQueryEscape(s string) string {
 	return strings.NewReplacer("%", "%25", " ", "%20", "'", "%27", "&", "%26", "#", "%23", "+", "%2B").Replace(s)
 }
 
-func TestInsightIsReadOnly(t *testing.T) {
+func TestReportIsReadOnly(t *testing.T) {
 	s, err := New(newHarness(t, nil).db, nil)
 	require.NoError(t, err)
 	for _, path := range []string{"api/report", "api/explain?table=t", "console/"} {

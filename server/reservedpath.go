@@ -88,3 +88,25 @@ func (s *Server) serveReserved(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 	}
 }
+
+// serveManagement serves the management API under ReservedPrefix+"api/" for an authenticated
+// principal; path is what follows "api/". Each resource has its file, named api<resource>.go
+// but for the controls: the heat report and query plans the console reads (serveReport,
+// apireport.go), the table data it browses and exports (serveData, apidata.go), the
+// accounts (serveAccounts, apiaccounts.go), the saved states (serveSnapshots,
+// apisnapshots.go) and what steers the simulation, limits, faults and query switches
+// (serveControl, control.go).
+func (s *Server) serveManagement(w http.ResponseWriter, r *http.Request, who principal, path string) {
+	switch {
+	case path == "report", path == "explain":
+		s.serveReport(w, r, who, path)
+	case path == "data", strings.HasPrefix(path, "data/"):
+		s.serveData(w, r, who, path)
+	case path == "accounts", strings.HasPrefix(path, "accounts/"):
+		s.serveAccounts(w, r, who, strings.TrimPrefix(strings.TrimPrefix(path, "accounts"), "/"))
+	case path == "snapshots", strings.HasPrefix(path, "snapshots/"):
+		s.serveSnapshots(w, r, who.admin, strings.TrimPrefix(path, "snapshots"))
+	default:
+		s.serveControl(w, r, who, path)
+	}
+}
