@@ -169,9 +169,9 @@ func TestDiskFaultChild(t *testing.T) {
 	if syncWrites {
 		assert.Error(t, firstErr, "every write needs an fsync, and they all fail")
 	}
-	assert.ErrorIs(t, write(400), ErrDiskFailed, "after a failed write or sync, no write is acknowledged")
+	assert.ErrorIs(t, write(400), errDiskFailed, "after a failed write or sync, no write is acknowledged")
 	fmt.Printf("closed %v\n", db.Close())
-	if !errors.Is(firstErr, ErrDiskFailed) && firstErr != nil {
+	if !errors.Is(firstErr, errDiskFailed) && firstErr != nil {
 		t.Logf("first refusal: %v", firstErr)
 	}
 }

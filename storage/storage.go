@@ -128,7 +128,7 @@ type DB struct {
 	releaseLimit func() // stops counting the store in the Go memory limit (see HoldGoLimit)
 
 	// damaged are the tables Open found damaged, which make the store read-only: reads
-	// that may need their keys fail with their Damage, and writes with ErrDamagedReadOnly.
+	// that may need their keys fail with their Damage, and writes with errDamagedReadOnly.
 	damaged []*Damage
 	// values passes Badger's log on and keeps its last failure to read a value (readValue).
 	values valueLogger
@@ -147,11 +147,11 @@ type DB struct {
 // retries its flush forever; past this, Close gives up and says what may not be durable.
 const defaultCloseWait = 30 * time.Second
 
-// ErrDiskFailed is the refusal of every write after one to the disk failed: after a failed
+// errDiskFailed is the refusal of every write after one to the disk failed: after a failed
 // fsync the kernel may already have dropped the pages it could not write, so a later fsync
 // that succeeds proves nothing (PostgreSQL's "fsyncgate"), and only reopening the store
 // tells what is durable.
-var ErrDiskFailed = errors.New("storage: a write to the disk failed; no write is acknowledged until the database is reopened")
+var errDiskFailed = errors.New("storage: a write to the disk failed; no write is acknowledged until the database is reopened")
 
 // failDisk records err, a failed write or sync of the logs, and returns the refusal every
 // later write gets.
@@ -162,7 +162,7 @@ func (d *DB) failDisk(err error) error {
 
 func (d *DB) refuseFailed() error {
 	if p := d.diskFailed.Load(); p != nil {
-		return fmt.Errorf("%w (%v)", ErrDiskFailed, *p)
+		return fmt.Errorf("%w (%v)", errDiskFailed, *p)
 	}
 	return nil
 }
@@ -423,7 +423,7 @@ func (d *DB) commit(txn *badger.Txn, valueLog bool) error {
 
 // commitErr passes on the error of a commit, and takes one that is not the transaction's
 // own (a conflict, a size) for a failed write of the logs, which nothing may acknowledge
-// after (see ErrDiskFailed).
+// after (see errDiskFailed).
 func (d *DB) commitErr(err error) error {
 	if err == nil || errors.Is(err, badger.ErrConflict) || errors.Is(err, badger.ErrTxnTooBig) || errors.Is(err, badger.ErrDBClosed) {
 		return err
@@ -803,13 +803,13 @@ func commonPrefix(lower, upper []byte) []byte {
 	return lower[:n:n]
 }
 
-// ErrDamagedReadOnly is the refusal of a write to a store that Open found damaged.
-var ErrDamagedReadOnly = errors.New("storage: the store is read-only because part of it is damaged")
+// errDamagedReadOnly is the refusal of a write to a store that Open found damaged.
+var errDamagedReadOnly = errors.New("storage: the store is read-only because part of it is damaged")
 
-// refuseDamaged is the error of a write to a damaged store: ErrDamagedReadOnly, with the
+// refuseDamaged is the error of a write to a damaged store: errDamagedReadOnly, with the
 // damage.
 func (d *DB) refuseDamaged() error {
-	return fmt.Errorf("%w: %w", ErrDamagedReadOnly, errors.Join(damages(d.damaged)...))
+	return fmt.Errorf("%w: %w", errDamagedReadOnly, errors.Join(damages(d.damaged)...))
 }
 
 // damagedIn returns the damage of the first damaged table that may hold a key in
