@@ -262,3 +262,25 @@ func openInterchange(file string) (r io.Reader, read *countingReader, size int64
 	}
 	return r, read, size, f.Close, nil
 }
+
+// oneFile parses the flags and the one FILE of import or export: on --help it prints usage
+// and the flags; on a mistake it says so. It returns the FILE (as a slice of one), or nil
+// and the exit code.
+func oneFile(fs *flag.FlagSet, args []string, usage string, stdout, stderr io.Writer) ([]string, int) {
+	files, err := parseArgs(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, usage)
+			fs.SetOutput(stdout)
+			fs.PrintDefaults()
+			return nil, 0
+		}
+		fmt.Fprintf(stderr, "tabula %s: %v\n", fs.Name(), err)
+		return nil, 2
+	}
+	if len(files) != 1 {
+		fmt.Fprintf(stderr, "tabula %s: give one FILE (%d given)\n", fs.Name(), len(files))
+		return nil, 2
+	}
+	return files, 0
+}

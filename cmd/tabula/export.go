@@ -54,20 +54,9 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 		return nil
 	})
-	files, err := parseArgs(fs, args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, exportUsage)
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
-			return 0
-		}
-		fmt.Fprintf(stderr, "tabula export: %v\n", err)
-		return 2
-	}
-	if len(files) != 1 {
-		fmt.Fprintf(stderr, "tabula export: give one FILE (%d given)\n", len(files))
-		return 2
+	files, code := oneFile(fs, args, exportUsage, stdout, stderr)
+	if files == nil {
+		return code
 	}
 	if err := export(ctx, &d, namespaces, files[0], stdout, stderr); err != nil {
 		fmt.Fprintln(stderr, "tabula export:", message(err))

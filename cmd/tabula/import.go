@@ -48,20 +48,9 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	keep := fs.Bool("keep-timestamps", false, "keep the file's Timestamps (and ETags) rather than stamp new ones (--data only)")
 	bestEffort := fs.Bool("best-effort", false, "leave out the lines that cannot be imported (and access policies a service refuses), and import the whole tables of a cut file")
 	check := fs.Bool("check", false, "read and check FILE by the import's rules, writing nothing (no --data or service needed)")
-	files, err := parseArgs(fs, args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, importUsage)
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
-			return 0
-		}
-		fmt.Fprintf(stderr, "tabula import: %v\n", err)
-		return 2
-	}
-	if len(files) != 1 {
-		fmt.Fprintf(stderr, "tabula import: give one FILE (%d given)\n", len(files))
-		return 2
+	files, code := oneFile(fs, args, importUsage, stdout, stderr)
+	if files == nil {
+		return code
 	}
 	policies := map[string]tabula.Existing{"fail": tabula.ExistingFail, "replace": tabula.ExistingReplace, "merge": tabula.ExistingMerge, "skip": tabula.ExistingSkip}
 	policy, ok := policies[*existing]
@@ -71,7 +60,10 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	opts := &tabula.ImportOptions{Existing: policy, KeepTimestamps: *keep, BestEffort: *bestEffort, Tables: d.tableList(), ProgressEvery: checkpointEvery}
 	file := files[0]
-	var p tabula.Progress
+	var (
+		p   tabula.Progress
+		err error
+	)
 	if *check {
 		p, err = checkFile(ctx, opts, file)
 	} else {
