@@ -30,7 +30,7 @@ const (
 	damageTxnSize   = 100 // entities per transaction
 	damageBigEvery  = 40  // every so many entities has values large enough for the value log
 	damageFlips     = 3
-	damageSeedsEach = 3 // copies per file kind; TABULA_DAMAGE_SEEDS changes it
+	damageSeedsEach = 2 // copies per file kind; TABULA_DAMAGE_SEEDS changes it (30 for a long run)
 )
 
 // damageKinds are the kinds of file a Badger directory holds.
