@@ -343,10 +343,9 @@ func copyReadable(ctx context.Context, src *badger.DB, values *valueLogger, w *s
 				continue
 			}
 			v, err := item.ValueCopy(nil)
-			if err == nil && len(v) == 0 && item.ValueSize() > 0 {
-				err = errors.New("the value could not be read")
-				if last := values.last.Load(); last != nil {
-					r.Lost = append(r.Lost, &Damage{File: cmp.Or(last.File, "a value log file"), Lower: item.KeyCopy(nil), Upper: item.KeyCopy(nil), Err: last.Err})
+			if err == nil {
+				if dmg := values.unread(item, v); dmg != nil {
+					r.Lost = append(r.Lost, dmg)
 					continue
 				}
 			}

@@ -463,18 +463,28 @@ func (d *DB) readValue(item *badger.Item, fn func(value []byte) error) error {
 		return item.Value(fn)
 	}
 	return item.Value(func(v []byte) error {
-		if len(v) == 0 && item.ValueSize() > 0 {
-			dmg := &Damage{File: "a value log file", Err: errors.New("the value could not be read")}
-			if last := d.values.last.Load(); last != nil {
-				c := *last
-				dmg = &c
-				dmg.File = cmp.Or(dmg.File, "a value log file")
-			}
-			dmg.Lower, dmg.Upper = item.KeyCopy(nil), item.KeyCopy(nil)
+		if dmg := d.values.unread(item, v); dmg != nil {
 			return dmg
 		}
 		return fn(v)
 	})
+}
+
+// unread returns the damage that kept item's value from being read, v being what Badger
+// gave for it: an empty value for an item whose value is not empty, named by the file
+// Badger last logged failing to read; nil if v is the value.
+func (l *valueLogger) unread(item *badger.Item, v []byte) *Damage {
+	if len(v) > 0 || item.ValueSize() <= 0 {
+		return nil
+	}
+	dmg := &Damage{Err: errors.New("the value could not be read")}
+	if last := l.last.Load(); last != nil {
+		c := *last
+		dmg = &c
+	}
+	dmg.File = cmp.Or(dmg.File, "a value log file")
+	dmg.Lower, dmg.Upper = item.KeyCopy(nil), item.KeyCopy(nil)
+	return dmg
 }
 
 // keyRegistrySanity is what the KEYREGISTRY of a store that is not encrypted holds after
