@@ -109,6 +109,12 @@ func inspect(dir string) (inspection, error) {
 	if d := inspectManifest(dir, onDisk); d != nil {
 		in.fatal = errors.Join(in.fatal, d)
 	}
+	// A table the MANIFEST does not list is one a crash left before it was listed (a power
+	// cut can leave it empty): Badger deletes it at Open and never reads it.
+	tables = slices.DeleteFunc(tables, func(name string) bool {
+		id, _ := table.ParseFileID(name)
+		return !onDisk[id]
+	})
 	if d := inspectKeyRegistry(dir); d != nil {
 		in.fatal = errors.Join(in.fatal, d)
 	}
@@ -266,7 +272,8 @@ func closeMapping(mf *z.MmapFile) {
 	}
 }
 
-// inspectManifest checks the MANIFEST of dir, which lists the tables and their levels. A
+// inspectManifest checks the MANIFEST of dir, which lists the tables and their levels, and
+// takes out of onDisk the tables it does not list, which Badger deletes at Open. A
 // change set that fails its checksum makes Badger refuse to open; one cut short makes it
 // take the MANIFEST as ending there (what a crash while appending leaves) and delete every
 // table the shorter list does not name, which damage in the middle of the file would turn
@@ -276,6 +283,7 @@ func inspectManifest(dir string, onDisk map[uint64]bool) *Damage {
 	path := filepath.Join(dir, badger.ManifestFilename)
 	f, err := os.Open(path)
 	if os.IsNotExist(err) {
+		clear(onDisk) // a new store: Badger lists no table, and deletes any it finds
 		return nil
 	}
 	if err != nil {
@@ -291,6 +299,11 @@ func inspectManifest(dir string, onDisk map[uint64]bool) *Damage {
 		return &Damage{File: badger.ManifestFilename, Err: err}
 	}
 	if end == st.Size() {
+		for id := range onDisk {
+			if _, ok := m.Tables[id]; !ok {
+				delete(onDisk, id)
+			}
+		}
 		return nil
 	}
 	var unlisted []string
