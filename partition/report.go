@@ -162,6 +162,17 @@ func (r Report) String() string {
 
 const keyWidth = 24
 
+// counted says how many of a thing there are: "1 range partition", "2 entities".
+func counted[N int | int64](n N, one string) string {
+	switch {
+	case n == 1:
+		return "1 " + one
+	case strings.HasSuffix(one, "y"):
+		return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(one, "y"))
+	}
+	return fmt.Sprintf("%d %ss", n, one)
+}
+
 // WriteTo writes the report as fixed-width text tables: a summary of the service,
 // then per table its range partitions and hot PartitionKeys. Keys are
 // quoted (so blanks and control characters show) and cut to 24 columns.
@@ -170,11 +181,12 @@ func (r Report) WriteTo(w io.Writer) (int64, error) {
 	bw := bufio.NewWriter(cw)
 	fmt.Fprintf(bw, "heat report at %s  limits: %s, %s/s per PartitionKey, %s/s per account\n",
 		r.At.UTC().Format(time.RFC3339), r.Mode, num(r.PartitionRate), num(r.AccountRate))
-	fmt.Fprintf(bw, "account: %d tables, %d entities, %s, %.1f entities/s offered, throttled entities: %d by partition limit, %d by account limit\n",
-		len(r.Tables), r.Entities, size(r.Bytes), r.Rate, r.ThrottledPartition, r.ThrottledAccount)
+	fmt.Fprintf(bw, "account: %s, %s, %s, %.1f entities/s offered, throttled entities: %d by partition limit, %d by account limit\n",
+		counted(len(r.Tables), "table"), counted(r.Entities, "entity"), size(r.Bytes), r.Rate, r.ThrottledPartition, r.ThrottledAccount)
 	for _, t := range r.Tables {
-		fmt.Fprintf(bw, "\ntable %s: %d range partitions, %d entities, %s, %.1f entities/s offered, %d offered, %d throttled, %d splits, %d merges\n",
-			strconv.QuoteToASCII(t.Name), len(t.Ranges), t.Entities, size(t.Bytes), t.Rate, t.Offered, t.Throttled, t.Splits, t.Merges)
+		fmt.Fprintf(bw, "\ntable %s: %s, %s, %s, %.1f entities/s offered, %d offered, %d throttled, %s, %s\n",
+			strconv.QuoteToASCII(t.Name), counted(len(t.Ranges), "range partition"), counted(t.Entities, "entity"), size(t.Bytes),
+			t.Rate, t.Offered, t.Throttled, counted(t.Splits, "split"), counted(t.Merges, "merge"))
 		fmt.Fprintf(bw, "  %4s  %-*s  %-*s  %10s  %10s  %11s  %10s  %10s  %6s\n",
 			"#", keyWidth, "LOW (INCL.)", keyWidth, "HIGH (EXCL.)", "ENTITIES", "BYTES", "ENTITIES/S", "OFFERED", "THROTTLED", "SPLITS")
 		for i, rg := range t.Ranges {

@@ -113,3 +113,21 @@ func TestResetStats(t *testing.T) {
 	assert.Empty(t, svc.Report().Tables)
 	assert.NotSame(t, tb, svc.Table("", "t"), "a re-created table starts afresh")
 }
+
+// The reports say "1 range partition" and "2 entities", never "1 range partitions".
+func TestCounted(t *testing.T) {
+	for _, c := range []struct {
+		n    int
+		one  string
+		want string
+	}{
+		{0, "entity", "0 entities"},
+		{1, "entity", "1 entity"},
+		{2, "entity", "2 entities"},
+		{1, "range partition", "1 range partition"},
+		{3, "range partition", "3 range partitions"},
+		{1, "split", "1 split"},
+	} {
+		assert.Equal(t, c.want, counted(c.n, c.one))
+	}
+}

@@ -66,15 +66,16 @@ func (r Report) WriteSVG(w io.Writer) error {
 	y += 14
 	text(svgMargin, y, "title", fmt.Sprintf("Tabula heat report at %s", r.At.UTC().Format(time.RFC3339)))
 	y += 18
-	text(svgMargin, y, "note", fmt.Sprintf("limits %s: %s entities/s per PartitionKey, %s entities/s per account · %d tables, %d entities, %s/s offered",
-		r.Mode, num(r.PartitionRate), num(r.AccountRate), len(r.Tables), r.Entities, rateText(r.Rate)))
+	text(svgMargin, y, "note", fmt.Sprintf("limits %s: %s entities/s per PartitionKey, %s entities/s per account · %s, %s, %s/s offered",
+		r.Mode, num(r.PartitionRate), num(r.AccountRate), counted(len(r.Tables), "table"), counted(r.Entities, "entity"), rateText(r.Rate)))
 	y += 12
 	y = r.svgThrottling(&body, y)
 
 	for _, t := range r.Tables {
 		y += 26
-		text(svgMargin, y, "table", fmt.Sprintf("table %s: %d range partitions, %d entities, %s/s, %d throttled, %d splits, %d merges",
-			t.Name, len(t.Ranges), t.Entities, rateText(t.Rate), t.Throttled, t.Splits, t.Merges))
+		text(svgMargin, y, "table", fmt.Sprintf("table %s: %s, %s, %s/s, %d throttled, %s, %s",
+			t.Name, counted(len(t.Ranges), "range partition"), counted(t.Entities, "entity"), rateText(t.Rate), t.Throttled,
+			counted(t.Splits, "split"), counted(t.Merges, "merge")))
 		y += 8
 		y = r.svgRanges(&body, t, y)
 		if len(t.HotKeys) > 0 {
@@ -206,8 +207,8 @@ func rangeTitle(rg RangeInfo) string {
 	if rg.High != "" {
 		high = strconv.QuoteToASCII(rg.High)
 	}
-	s := fmt.Sprintf("[%s, %s): %d entities, %s, %s/s, %d offered, %d throttled, %d splits",
-		low, high, rg.Entities, size(rg.Bytes), rateText(rg.Rate), rg.Offered, rg.Throttled, rg.Splits)
+	s := fmt.Sprintf("[%s, %s): %s, %s, %s/s, %d offered, %d throttled, %s",
+		low, high, counted(rg.Entities, "entity"), size(rg.Bytes), rateText(rg.Rate), rg.Offered, rg.Throttled, counted(rg.Splits, "split"))
 	if rg.Offline {
 		s += ", offline"
 	}
