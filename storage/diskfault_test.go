@@ -177,10 +177,10 @@ func TestDiskFaultChild(t *testing.T) {
 	}
 }
 
-// A table file cut short under the store's mapping (what a disk that fails to read a page
-// looks like to a mapping: SIGBUS) makes reads fail with ErrDamaged; the process lives.
-func TestReadFaultIsAnError(t *testing.T) {
-	dir := t.TempDir()
+// openWithTables writes 2,000 keys to a store in dir, closes it, so that they are in table
+// files, and opens it again (closed when the test ends).
+func openWithTables(t *testing.T, dir string) *DB {
+	t.Helper()
 	db, err := Open(Options{Dir: dir})
 	require.NoError(t, err)
 	for i := range 2000 {
@@ -189,7 +189,15 @@ func TestReadFaultIsAnError(t *testing.T) {
 	require.NoError(t, db.Close())
 	db, err = Open(Options{Dir: dir})
 	require.NoError(t, err)
-	defer db.Close()
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// A table file cut short under the store's mapping (what a disk that fails to read a page
+// looks like to a mapping: SIGBUS) makes reads fail with ErrDamaged; the process lives.
+func TestReadFaultIsAnError(t *testing.T) {
+	dir := t.TempDir()
+	db := openWithTables(t, dir)
 	ssts, err := filepath.Glob(filepath.Join(dir, "*.sst"))
 	require.NoError(t, err)
 	require.NotEmpty(t, ssts)
@@ -215,15 +223,7 @@ func TestReadFaultIsAnError(t *testing.T) {
 // reads the table. The power-loss test met it as a compaction ran after a power cut.
 func TestVerifySkipsTablesDeletedMeanwhile(t *testing.T) {
 	dir := t.TempDir()
-	db, err := Open(Options{Dir: dir})
-	require.NoError(t, err)
-	for i := range 2000 {
-		require.NoError(t, db.Update(func(tx *Txn) error { return tx.Set(diskFaultKey(i), diskFaultValue(i)) }))
-	}
-	require.NoError(t, db.Close())
-	db, err = Open(Options{Dir: dir})
-	require.NoError(t, err)
-	defer db.Close()
+	db := openWithTables(t, dir)
 	require.NotEmpty(t, db.liveTables())
 
 	var dropped sync.Once
