@@ -163,7 +163,7 @@ func (p Plan) String() string {
 
 // ErrFullScanForbidden is Tabula's own error (not the service's) for a query the service would
 // run as a full table scan, returned only when Options.ForbidFullScans is set.
-var ErrFullScanForbidden = newError("FullScanForbidden", 400,
+var ErrFullScanForbidden = NewError("FullScanForbidden", 400,
 	"The query would scan the whole table on the service, and full scans are forbidden by Options.ForbidFullScans.")
 
 // Explain plans a query without running it.
