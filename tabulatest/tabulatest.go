@@ -107,8 +107,7 @@ type setup struct {
 }
 
 // InProcess starts the server without a listener: no socket is ever opened, and the server
-// is reachable only through Server.Transport. Its Endpoint, http://tabula.invalid, never
-// resolves, so a client that forgets the transport fails at once.
+// is reachable only through Server.Transport (its Endpoint never resolves).
 func InProcess() Option { return inProcess{} }
 
 type inProcess struct{}
