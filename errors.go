@@ -106,6 +106,14 @@ var (
 	ErrInternal                                = NewError("InternalError", http.StatusInternalServerError, "The server encountered an internal error. Please retry the request.")
 )
 
+// narrowedTo returns a sentinel that is e on the wire but matches, with errors.Is, only the
+// errors of its cause (see Error.busy); e still matches them all.
+func (e *Error) narrowedTo(cause string) *Error {
+	c := *e
+	c.busy = cause
+	return &c
+}
+
 const (
 	busyPartition = "partition"
 	busyAccount   = "account"
@@ -121,8 +129,8 @@ const (
 // errors.Is(err, ErrServerBusy); a client backs off the same way for both, but a test of
 // partition design wants to know which limit it reached.
 var (
-	ErrPartitionBusy = &Error{Code: ErrServerBusy.Code, StatusCode: ErrServerBusy.StatusCode, Message: ErrServerBusy.Message, busy: busyPartition}
-	ErrAccountBusy   = &Error{Code: ErrServerBusy.Code, StatusCode: ErrServerBusy.StatusCode, Message: ErrServerBusy.Message, busy: busyAccount}
+	ErrPartitionBusy = ErrServerBusy.narrowedTo(busyPartition)
+	ErrAccountBusy   = ErrServerBusy.narrowedTo(busyAccount)
 )
 
 // ErrDiskFull is Tabula's refusal of a write when the disk holding the database has less free
@@ -132,14 +140,14 @@ var (
 // succeed once space is freed, which is what a retry after a while expects; a 500
 // InternalError would claim a fault in the server, and a 4xx would blame the request.
 // Reads go on meanwhile, and nothing is written in part.
-var ErrDiskFull = &Error{Code: ErrServerBusy.Code, StatusCode: ErrServerBusy.StatusCode, Message: ErrServerBusy.Message, busy: busyDisk}
+var ErrDiskFull = ErrServerBusy.narrowedTo(busyDisk)
 
 // ErrDamaged is the failure of a read that needs bytes on disk that fail their checksum (a
 // failing disk, a bad cable, a stray write), and of every write to a database that Open found
 // damaged, which it opens read-only. It is a 500 InternalError on the wire, as the service
 // answers a fault of its own, and matches errors.Is(err, ErrInternal); its detail names the
 // damaged file and what to do. Every read that does not need the damaged file goes on.
-var ErrDamaged = &Error{Code: ErrInternal.Code, StatusCode: ErrInternal.StatusCode, Message: ErrInternal.Message, busy: causeDamage}
+var ErrDamaged = ErrInternal.narrowedTo(causeDamage)
 
 // damageAdvice is what an operator can do about damage, said wherever it is reported.
 const damageAdvice = "restore the database from a snapshot or an export, or copy what is readable into a new directory with tabula salvage --data DIR --to NEWDIR"
