@@ -44,10 +44,6 @@ type ServiceAPI interface {
 	Table(name string) TableAPI
 }
 
-// PlanUnavailable is the Kind of the zero Plan: a backend that cannot know how a query ran
-// (a remote service) leaves Page.Plan zero, and its Kind says so rather than naming a plan.
-const PlanUnavailable PlanKind = 0
-
 // Embedded returns db as a ServiceAPI, for code that takes either backend. It is a view:
 // closing db is still the caller's job.
 func Embedded(db *DB) ServiceAPI { return embedded{db} }

@@ -23,9 +23,9 @@ type DB struct {
 	clock func() time.Time
 
 	queryBudget time.Duration
-	queries     querySwitches // of every namespace without its own (knobs.go)
+	queries     querySwitches // of every namespace without its own (runtimesettings.go)
 	nsQueries   sync.Map      // namespace → *querySwitches, for those given their own
-	knobsMu     sync.Mutex    // serialises changes to the query switches
+	settingsMu  sync.Mutex    // serialises changes to the query switches
 	deleting    beingDeleted  // tables in the TableBeingDeleted state (Options.TableDeleteDelay)
 	flavor      *flavorRules  // nil for the Table service's rules (Options.Flavor)
 
@@ -72,12 +72,12 @@ type DB struct {
 	closeOnce sync.Once
 	closeErr  error
 	isClosed  atomic.Bool
-	// longReads are the reads that give way to Close (see untilClosed).
-	longReads longReads
+	// closeWatch ends the contexts of the reads that give way to Close (see untilClosed).
+	closeWatch closeWatch
 }
 
-// longReads cancels the contexts of long reads when Close begins.
-type longReads struct {
+// closeWatch cancels the contexts of long reads when Close begins.
+type closeWatch struct {
 	mu      sync.Mutex
 	next    int
 	cancels map[int]context.CancelCauseFunc
@@ -190,7 +190,7 @@ func openOn(store *storage.DB, opts *Options, dir string, lastTicks *int64) (*DB
 	db.deleting.delay = max(o.TableDeleteDelay, 0)
 	db.flavor = flavor
 	db.backgroundCtx, db.stopBackground = context.WithCancel(context.Background())
-	db.longReads.ended = make(chan struct{})
+	db.closeWatch.ended = make(chan struct{})
 	if lastTicks != nil {
 		db.lastTicks = *lastTicks
 	} else if err := db.openFormat(dir, o.Logger); err != nil {
@@ -215,7 +215,7 @@ func (db *DB) Close() error {
 		db.snapMu.Lock()
 		db.isClosed.Store(true)
 		db.snapMu.Unlock()
-		db.longReads.close()
+		db.closeWatch.cancelReads()
 		db.closeSnapshots()
 		db.stopBackground()
 		db.background.Wait()
@@ -236,7 +236,7 @@ var errClosedDuring = errors.New("the database was closed")
 // that says so. stop must be called when the read ends.
 func (db *DB) untilClosed(ctx context.Context) (_ context.Context, stop func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
-	r := &db.longReads
+	r := &db.closeWatch
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	select {
@@ -259,9 +259,9 @@ func (db *DB) untilClosed(ctx context.Context) (_ context.Context, stop func()) 
 	}
 }
 
-// close ends every long read's context, at once: a read that checks its context after
+// cancelReads ends every long read's context, at once: a read that checks its context after
 // Close has begun sees it ended.
-func (r *longReads) close() {
+func (r *closeWatch) cancelReads() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, cancel := range r.cancels {

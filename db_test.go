@@ -177,7 +177,7 @@ func TestCloseStopsExport(t *testing.T) {
 				return nil
 			}
 			go func() { closed <- db.Close() }()
-			<-db.longReads.ended // Close has begun and ended the export's context
+			<-db.closeWatch.ended // Close has begun and ended the export's context
 			return nil
 		}})
 		require.Error(t, err)

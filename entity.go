@@ -94,6 +94,62 @@ func (Guid) isProperty()     {}
 func (Int32) isProperty()    {}
 func (Int64) isProperty()    {}
 
+// PropertyOf is v, a value as the filter language and the wire codec hold it, as a Property
+// of the same EDM type; nil for a Value of no type (a JSON null). It is the one conversion
+// the engine, `tabula serve` and package remote use, so a type reads the same everywhere.
+func PropertyOf(v odata.Value) Property {
+	switch v.Type {
+	case odata.String:
+		return String(v.Str)
+	case odata.Binary:
+		return Binary(v.Bytes)
+	case odata.Boolean:
+		return Boolean(v.Int != 0)
+	case odata.DateTime:
+		return DateTime(timeOfTicks(v.Int))
+	case odata.Double:
+		return Double(v.Float)
+	case odata.Guid:
+		return Guid(v.Guid)
+	case odata.Int32:
+		return Int32(v.Int)
+	case odata.Int64:
+		return Int64(v.Int)
+	}
+	return nil
+}
+
+// ValueOf is p as an odata.Value, the form filters compare and the wire codec writes: the
+// inverse of PropertyOf. A DateTime keeps 100 ns ticks, as the service does. A nil p, or a
+// type that is not one of the eight, gives the Value of no type (written as null).
+func ValueOf(p Property) odata.Value {
+	switch p := p.(type) {
+	case String:
+		return odata.StringValue(string(p))
+	case Binary:
+		return odata.BinaryValue(p)
+	case Boolean:
+		return odata.BooleanValue(bool(p))
+	case DateTime:
+		return odata.DateTimeValue(ticksOf(time.Time(p)))
+	case Double:
+		return odata.DoubleValue(float64(p))
+	case Guid:
+		return odata.GuidValue(p)
+	case Int32:
+		return odata.Int32Value(int32(p))
+	case Int64:
+		return odata.Int64Value(int64(p))
+	}
+	return odata.Value{}
+}
+
+// propertyOf and valueOf are the engine's short names for PropertyOf and ValueOf, as ticksOf
+// is odata.TicksFromTime's.
+func propertyOf(v odata.Value) Property { return PropertyOf(v) }
+
+func valueOf(p Property) odata.Value { return ValueOf(p) }
+
 // Time returns the DateTime as a time.Time in UTC.
 func (d DateTime) Time() time.Time { return time.Time(d).UTC() }
 

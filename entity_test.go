@@ -3,6 +3,7 @@ package tabula
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -308,3 +309,80 @@ func BenchmarkValidateKeys(b *testing.B) {
 		}
 	}
 }
+
+// TestPropertyOfAndValueOf pins the one conversion between Property and odata.Value that the
+// engine, the server and package remote share: every EDM type, at its edges, both ways.
+func TestPropertyOfAndValueOf(t *testing.T) {
+	ticks := func(tm time.Time) int64 { return odata.TicksFromTime(tm) }
+	var ones [16]byte
+	for i := range ones {
+		ones[i] = 0xff
+	}
+	for _, tc := range []struct {
+		name string
+		p    Property
+		v    odata.Value
+		back Property // PropertyOf(v), when it is not p itself
+	}{
+		{name: "nil", p: nil, v: odata.Value{}},
+		{name: "empty string", p: String(""), v: odata.Value{Type: odata.String}},
+		{name: "string", p: String("héllo\x00𝄞"), v: odata.Value{Type: odata.String, Str: "héllo\x00𝄞"}},
+		{name: "empty binary", p: Binary{}, v: odata.Value{Type: odata.Binary, Bytes: []byte{}}},
+		{name: "binary", p: Binary{0, 0xff}, v: odata.Value{Type: odata.Binary, Bytes: []byte{0, 0xff}}},
+		{name: "false", p: Boolean(false), v: odata.Value{Type: odata.Boolean}},
+		{name: "true", p: Boolean(true), v: odata.Value{Type: odata.Boolean, Int: 1}},
+		{name: "earliest datetime", p: DateTime(minDateTime), v: odata.Value{Type: odata.DateTime, Int: ticks(minDateTime)}},
+		{name: "latest datetime", p: DateTime(maxDateTime), v: odata.Value{Type: odata.DateTime, Int: ticks(maxDateTime)}},
+		{name: "datetime before 1970", p: DateTime(time.Date(1969, 12, 31, 23, 59, 59, 100, time.UTC)),
+			v: odata.Value{Type: odata.DateTime, Int: 621355967990000001}},
+		{name: "datetime finer than a tick is truncated", p: DateTime(time.Date(2024, 2, 29, 1, 2, 3, 123456789, time.UTC)),
+			v:    odata.Value{Type: odata.DateTime, Int: 638447653231234567},
+			back: DateTime(time.Date(2024, 2, 29, 1, 2, 3, 123456700, time.UTC))},
+		{name: "datetime in another zone reads back in UTC", p: DateTime(time.Date(2024, 1, 1, 1, 0, 0, 0, time.FixedZone("CET", 3600))),
+			v:    odata.Value{Type: odata.DateTime, Int: 638396640000000000},
+			back: DateTime(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))},
+		{name: "zero double", p: Double(0), v: odata.Value{Type: odata.Double}},
+		{name: "negative zero", p: Double(math.Copysign(0, -1)), v: odata.Value{Type: odata.Double, Float: math.Copysign(0, -1)}},
+		{name: "largest double", p: Double(math.MaxFloat64), v: odata.Value{Type: odata.Double, Float: math.MaxFloat64}},
+		{name: "smallest double", p: Double(math.SmallestNonzeroFloat64), v: odata.Value{Type: odata.Double, Float: math.SmallestNonzeroFloat64}},
+		{name: "+Inf", p: Double(math.Inf(1)), v: odata.Value{Type: odata.Double, Float: math.Inf(1)}},
+		{name: "-Inf", p: Double(math.Inf(-1)), v: odata.Value{Type: odata.Double, Float: math.Inf(-1)}},
+		{name: "zero guid", p: Guid{}, v: odata.Value{Type: odata.Guid}},
+		{name: "guid", p: Guid(ones), v: odata.Value{Type: odata.Guid, Guid: ones}},
+		{name: "zero int32", p: Int32(0), v: odata.Value{Type: odata.Int32}},
+		{name: "least int32", p: Int32(math.MinInt32), v: odata.Value{Type: odata.Int32, Int: math.MinInt32}},
+		{name: "greatest int32", p: Int32(math.MaxInt32), v: odata.Value{Type: odata.Int32, Int: math.MaxInt32}},
+		{name: "zero int64", p: Int64(0), v: odata.Value{Type: odata.Int64}},
+		{name: "least int64", p: Int64(math.MinInt64), v: odata.Value{Type: odata.Int64, Int: math.MinInt64}},
+		{name: "greatest int64", p: Int64(math.MaxInt64), v: odata.Value{Type: odata.Int64, Int: math.MaxInt64}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := ValueOf(tc.p)
+			assert.Equal(t, tc.v, v)
+			if tc.p != nil && v.Type != 0 {
+				assert.Equal(t, string(tc.p.EdmType()), v.Type.String(), "EDM type names agree")
+			}
+			want := tc.p
+			if tc.back != nil {
+				want = tc.back
+			}
+			assert.Equal(t, want, PropertyOf(v))
+		})
+	}
+	t.Run("NaN", func(t *testing.T) {
+		v := ValueOf(Double(math.NaN()))
+		require.Equal(t, odata.Double, v.Type)
+		assert.True(t, math.IsNaN(v.Float))
+		back, ok := PropertyOf(v).(Double)
+		require.True(t, ok)
+		assert.True(t, math.IsNaN(float64(back)))
+	})
+	t.Run("a Value of no type is no property", func(t *testing.T) {
+		assert.Equal(t, odata.Value{}, ValueOf(embeddedString{"x"}), "a type beyond the eight")
+		assert.Nil(t, PropertyOf(odata.Value{}))
+		assert.Nil(t, PropertyOf(odata.Value{Type: odata.Int64 + 1, Int: 7}))
+	})
+}
+
+// embeddedString is a Property by embedding, of none of the eight types.
+type embeddedString struct{ String }

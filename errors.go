@@ -68,39 +68,51 @@ func (e *Error) WithMessage(message, format string, args ...any) *Error {
 	return c
 }
 
-func newError(code string, status int, message string) *Error {
+// NewError returns an error with the service's code, HTTP status and message, and no detail:
+// how every sentinel here is made, and how `tabula serve` makes the protocol's own errors
+// (authentication, URLs, media types) that the engine never returns. Derive each occurrence
+// from it with WithDetail.
+func NewError(code string, status int, message string) *Error {
 	return &Error{Code: code, StatusCode: status, Message: message}
 }
 
 // Sentinels for errors.Is. Messages are the service's, byte for byte (REST docs: "Table service
 // error codes").
 var (
-	ErrTableAlreadyExists                      = newError("TableAlreadyExists", http.StatusConflict, "The table specified already exists.")
-	ErrTableNotFound                           = newError("TableNotFound", http.StatusNotFound, "The table specified does not exist.")
-	ErrTableBeingDeleted                       = newError("TableBeingDeleted", http.StatusConflict, "The specified table is being deleted. Try operation later.")
-	ErrResourceNotFound                        = newError("ResourceNotFound", http.StatusNotFound, "The specified resource does not exist.")
-	ErrEntityAlreadyExists                     = newError("EntityAlreadyExists", http.StatusConflict, "The specified entity already exists.")
-	ErrUpdateConditionNotSatisfied             = newError("UpdateConditionNotSatisfied", http.StatusPreconditionFailed, "The update condition specified in the request was not satisfied.")
-	ErrInvalidInput                            = newError("InvalidInput", http.StatusBadRequest, "One of the request inputs is not valid.")
-	ErrOutOfRangeInput                         = newError("OutOfRangeInput", http.StatusBadRequest, "One of the request inputs is out of range.")
-	ErrInvalidResourceName                     = newError("InvalidResourceName", http.StatusBadRequest, "The specifed resource name contains invalid characters.")
-	ErrPropertiesNeedValue                     = newError("PropertiesNeedValue", http.StatusBadRequest, "The values are not specified for all properties in the entity.")
-	ErrPropertyNameInvalid                     = newError("PropertyNameInvalid", http.StatusBadRequest, "The property name is invalid.")
-	ErrPropertyNameTooLong                     = newError("PropertyNameTooLong", http.StatusBadRequest, "The property name exceeds the maximum allowed length (255).")
-	ErrPropertyValueTooLarge                   = newError("PropertyValueTooLarge", http.StatusBadRequest, "The property value exceeds the maximum allowed size (64KB). If the property value is a string, it is UTF-16 encoded and the maximum number of characters should be 32K or less.")
-	ErrKeyValueTooLarge                        = newError("KeyValueTooLarge", http.StatusBadRequest, "The 'PartitionKey' property exceeds the maximum allowed key size (2KB). It is a UTF-16 encoded string and the maximum number of characters should be 1K or less.")
-	ErrEntityTooLarge                          = newError("EntityTooLarge", http.StatusBadRequest, "The entity is larger than the maximum allowed size (1MB).")
-	ErrTooManyProperties                       = newError("TooManyProperties", http.StatusBadRequest, "The entity contains more properties than allowed. Each entity can include up to 252 properties to store data. Each entity also has 3 system properties.")
-	ErrDuplicatePropertiesSpecified            = newError("DuplicatePropertiesSpecified", http.StatusBadRequest, "A property is specified more than once.")
-	ErrInvalidValueType                        = newError("InvalidValueType", http.StatusBadRequest, "The value specified is invalid.")
-	ErrInvalidDuplicateRow                     = newError("InvalidDuplicateRow", http.StatusBadRequest, "A command with RowKey '' is already present in the batch. An entity can appear only once in a batch.")
-	ErrCommandsInBatchActOnDifferentPartitions = newError("CommandsInBatchActOnDifferentPartitions", http.StatusBadRequest, "All commands in a batch must operate on same entity group.")
-	ErrRequestBodyTooLarge                     = newError("RequestBodyTooLarge", http.StatusRequestEntityTooLarge, "The request body is too large and exceeds the maximum permissible limit.")
-	ErrNotImplemented                          = newError("NotImplemented", http.StatusNotImplemented, "The requested operation is not implemented on the specified resource.")
-	ErrServerBusy                              = newError("ServerBusy", http.StatusServiceUnavailable, "The server is busy.")
-	ErrOperationTimedOut                       = newError("OperationTimedOut", http.StatusInternalServerError, "Operation could not be completed within the specified time.")
-	ErrInternal                                = newError("InternalError", http.StatusInternalServerError, "The server encountered an internal error. Please retry the request.")
+	ErrTableAlreadyExists                      = NewError("TableAlreadyExists", http.StatusConflict, "The table specified already exists.")
+	ErrTableNotFound                           = NewError("TableNotFound", http.StatusNotFound, "The table specified does not exist.")
+	ErrTableBeingDeleted                       = NewError("TableBeingDeleted", http.StatusConflict, "The specified table is being deleted. Try operation later.")
+	ErrResourceNotFound                        = NewError("ResourceNotFound", http.StatusNotFound, "The specified resource does not exist.")
+	ErrEntityAlreadyExists                     = NewError("EntityAlreadyExists", http.StatusConflict, "The specified entity already exists.")
+	ErrUpdateConditionNotSatisfied             = NewError("UpdateConditionNotSatisfied", http.StatusPreconditionFailed, "The update condition specified in the request was not satisfied.")
+	ErrInvalidInput                            = NewError("InvalidInput", http.StatusBadRequest, "One of the request inputs is not valid.")
+	ErrOutOfRangeInput                         = NewError("OutOfRangeInput", http.StatusBadRequest, "One of the request inputs is out of range.")
+	ErrInvalidResourceName                     = NewError("InvalidResourceName", http.StatusBadRequest, "The specifed resource name contains invalid characters.")
+	ErrPropertiesNeedValue                     = NewError("PropertiesNeedValue", http.StatusBadRequest, "The values are not specified for all properties in the entity.")
+	ErrPropertyNameInvalid                     = NewError("PropertyNameInvalid", http.StatusBadRequest, "The property name is invalid.")
+	ErrPropertyNameTooLong                     = NewError("PropertyNameTooLong", http.StatusBadRequest, "The property name exceeds the maximum allowed length (255).")
+	ErrPropertyValueTooLarge                   = NewError("PropertyValueTooLarge", http.StatusBadRequest, "The property value exceeds the maximum allowed size (64KB). If the property value is a string, it is UTF-16 encoded and the maximum number of characters should be 32K or less.")
+	ErrKeyValueTooLarge                        = NewError("KeyValueTooLarge", http.StatusBadRequest, "The 'PartitionKey' property exceeds the maximum allowed key size (2KB). It is a UTF-16 encoded string and the maximum number of characters should be 1K or less.")
+	ErrEntityTooLarge                          = NewError("EntityTooLarge", http.StatusBadRequest, "The entity is larger than the maximum allowed size (1MB).")
+	ErrTooManyProperties                       = NewError("TooManyProperties", http.StatusBadRequest, "The entity contains more properties than allowed. Each entity can include up to 252 properties to store data. Each entity also has 3 system properties.")
+	ErrDuplicatePropertiesSpecified            = NewError("DuplicatePropertiesSpecified", http.StatusBadRequest, "A property is specified more than once.")
+	ErrInvalidValueType                        = NewError("InvalidValueType", http.StatusBadRequest, "The value specified is invalid.")
+	ErrInvalidDuplicateRow                     = NewError("InvalidDuplicateRow", http.StatusBadRequest, "A command with RowKey '' is already present in the batch. An entity can appear only once in a batch.")
+	ErrCommandsInBatchActOnDifferentPartitions = NewError("CommandsInBatchActOnDifferentPartitions", http.StatusBadRequest, "All commands in a batch must operate on same entity group.")
+	ErrRequestBodyTooLarge                     = NewError("RequestBodyTooLarge", http.StatusRequestEntityTooLarge, "The request body is too large and exceeds the maximum permissible limit.")
+	ErrNotImplemented                          = NewError("NotImplemented", http.StatusNotImplemented, "The requested operation is not implemented on the specified resource.")
+	ErrServerBusy                              = NewError("ServerBusy", http.StatusServiceUnavailable, "The server is busy.")
+	ErrOperationTimedOut                       = NewError("OperationTimedOut", http.StatusInternalServerError, "Operation could not be completed within the specified time.")
+	ErrInternal                                = NewError("InternalError", http.StatusInternalServerError, "The server encountered an internal error. Please retry the request.")
 )
+
+// narrowedTo returns a sentinel that is e on the wire but matches, with errors.Is, only the
+// errors of its cause (see Error.busy); e still matches them all.
+func (e *Error) narrowedTo(cause string) *Error {
+	c := *e
+	c.busy = cause
+	return &c
+}
 
 const (
 	busyPartition = "partition"
@@ -117,8 +129,8 @@ const (
 // errors.Is(err, ErrServerBusy); a client backs off the same way for both, but a test of
 // partition design wants to know which limit it reached.
 var (
-	ErrPartitionBusy = &Error{Code: ErrServerBusy.Code, StatusCode: ErrServerBusy.StatusCode, Message: ErrServerBusy.Message, busy: busyPartition}
-	ErrAccountBusy   = &Error{Code: ErrServerBusy.Code, StatusCode: ErrServerBusy.StatusCode, Message: ErrServerBusy.Message, busy: busyAccount}
+	ErrPartitionBusy = ErrServerBusy.narrowedTo(busyPartition)
+	ErrAccountBusy   = ErrServerBusy.narrowedTo(busyAccount)
 )
 
 // ErrDiskFull is Tabula's refusal of a write when the disk holding the database has less free
@@ -128,14 +140,14 @@ var (
 // succeed once space is freed, which is what a retry after a while expects; a 500
 // InternalError would claim a fault in the server, and a 4xx would blame the request.
 // Reads go on meanwhile, and nothing is written in part.
-var ErrDiskFull = &Error{Code: ErrServerBusy.Code, StatusCode: ErrServerBusy.StatusCode, Message: ErrServerBusy.Message, busy: busyDisk}
+var ErrDiskFull = ErrServerBusy.narrowedTo(busyDisk)
 
 // ErrDamaged is the failure of a read that needs bytes on disk that fail their checksum (a
 // failing disk, a bad cable, a stray write), and of every write to a database that Open found
 // damaged, which it opens read-only. It is a 500 InternalError on the wire, as the service
 // answers a fault of its own, and matches errors.Is(err, ErrInternal); its detail names the
 // damaged file and what to do. Every read that does not need the damaged file goes on.
-var ErrDamaged = &Error{Code: ErrInternal.Code, StatusCode: ErrInternal.StatusCode, Message: ErrInternal.Message, busy: causeDamage}
+var ErrDamaged = ErrInternal.narrowedTo(causeDamage)
 
 // damageAdvice is what an operator can do about damage, said wherever it is reported.
 const damageAdvice = "restore the database from a snapshot or an export, or copy what is readable into a new directory with tabula salvage --data DIR --to NEWDIR"

@@ -48,3 +48,26 @@ func TestServerBusySaysPartitionOrAccount(t *testing.T) {
 	assert.NotErrorIs(t, storageError(storage.ErrContention), ErrPartitionBusy)
 	assert.ErrorIs(t, storageError(storage.ErrContention), ErrServerBusy)
 }
+
+// The narrowed sentinels are their parent on the wire and for errors.Is, and tell their
+// causes apart from one another.
+func TestNarrowedSentinels(t *testing.T) {
+	narrowed := []struct {
+		sentinel, parent *Error
+	}{
+		{ErrPartitionBusy, ErrServerBusy}, {ErrAccountBusy, ErrServerBusy},
+		{ErrDiskFull, ErrServerBusy}, {ErrDamaged, ErrInternal},
+	}
+	for i, n := range narrowed {
+		assert.Equal(t, []any{n.parent.Code, n.parent.StatusCode, n.parent.Message, ""},
+			[]any{n.sentinel.Code, n.sentinel.StatusCode, n.sentinel.Message, n.sentinel.Detail}, n.sentinel.busy)
+		assert.ErrorIs(t, n.sentinel, n.parent)
+		assert.ErrorIs(t, n.sentinel.WithDetail("x"), n.sentinel)
+		assert.NotErrorIs(t, n.parent, n.sentinel, "the parent has no cause")
+		for j, other := range narrowed {
+			if i != j {
+				assert.NotErrorIs(t, n.sentinel, other.sentinel)
+			}
+		}
+	}
+}

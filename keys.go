@@ -17,7 +17,7 @@ import (
 //	'a' | tableID                                         a table's stored access policies (acl.go)
 //	'p' | esc(namespace)                                  a namespace's service properties
 //	'd' | tableID                                         a deleted table's data, still to drop
-//	'o' | esc(owner)                                      the namespace an owner's data is in (owners.go)
+//	'o' | esc(account)                                    the namespace an account's data is in (accounts.go)
 //	'm' | name                                            DB metadata: the table-ID counter, the clock,
 //	                                                      the format version (format.go)
 //

@@ -103,9 +103,9 @@ func (n *Namespace) Drop(ctx context.Context) error {
 		}
 		if len(batch) < dropBatch {
 			db.service.DropAccount(n.name)
-			db.knobsMu.Lock()
+			db.settingsMu.Lock()
 			db.nsQueries.Delete(n.name)
-			db.knobsMu.Unlock()
+			db.settingsMu.Unlock()
 			return nil
 		}
 	}

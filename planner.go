@@ -19,7 +19,7 @@ type preparedQuery struct {
 	// when the query set no Top below the service's maximum.
 	full   PageEnd
 	budget time.Duration
-	// switches are the query switches of the table's namespace (knobs.go).
+	// switches are the query switches of the table's namespace (runtimesettings.go).
 	switches *querySwitches
 }
 

@@ -102,9 +102,13 @@ func (e PageEnd) String() string {
 type PlanKind int
 
 const (
+	// PlanUnavailable is the Kind of the zero Plan: a backend that cannot know how a query
+	// ran (a remote service) leaves Page.Plan zero, and its Kind says so rather than naming
+	// a plan.
+	PlanUnavailable PlanKind = iota
 	// PlanEmpty: the filter cannot match anything, so nothing is read (a Tabula shortcut;
 	// the service would scan).
-	PlanEmpty PlanKind = iota + 1
+	PlanEmpty
 	// PlanPoint: one PartitionKey and one RowKey; a single lookup.
 	PlanPoint
 	// PlanRowRange: one PartitionKey, a range of RowKeys (possibly all of them).
@@ -121,7 +125,7 @@ const (
 var planKindNames = map[PlanKind]string{
 	PlanEmpty: "Empty", PlanPoint: "Point", PlanRowRange: "RowRange",
 	PlanPartitionRange: "PartitionRange", PlanMultiRange: "MultiRange", PlanFullScan: "FullScan",
-	PlanUnavailable: "Unavailable", // a remote backend's page (api.go)
+	PlanUnavailable: "Unavailable",
 }
 
 func (k PlanKind) String() string {
@@ -163,7 +167,7 @@ func (p Plan) String() string {
 
 // ErrFullScanForbidden is Tabula's own error (not the service's) for a query the service would
 // run as a full table scan, returned only when Options.ForbidFullScans is set.
-var ErrFullScanForbidden = newError("FullScanForbidden", 400,
+var ErrFullScanForbidden = NewError("FullScanForbidden", 400,
 	"The query would scan the whole table on the service, and full scans are forbidden by Options.ForbidFullScans.")
 
 // Explain plans a query without running it.

@@ -446,51 +446,6 @@ func (d *recordDecoder) value(code int64, skip bool) (odata.Value, error) {
 	return v, errCorrupt(fmt.Sprintf("unknown type code %d", code))
 }
 
-// propertyOf converts a decoded value to its public type.
-func propertyOf(v odata.Value) Property {
-	switch v.Type {
-	case odata.String:
-		return String(v.Str)
-	case odata.Binary:
-		return Binary(v.Bytes)
-	case odata.Boolean:
-		return Boolean(v.Int != 0)
-	case odata.DateTime:
-		return DateTime(timeOfTicks(v.Int))
-	case odata.Double:
-		return Double(v.Float)
-	case odata.Guid:
-		return Guid(v.Guid)
-	case odata.Int32:
-		return Int32(v.Int)
-	default:
-		return Int64(v.Int)
-	}
-}
-
-// valueOf converts a public value to the decoded form, the one the wire codec writes.
-func valueOf(p Property) odata.Value {
-	switch p := p.(type) {
-	case String:
-		return odata.StringValue(string(p))
-	case Binary:
-		return odata.BinaryValue(p)
-	case Boolean:
-		return odata.BooleanValue(bool(p))
-	case DateTime:
-		return odata.DateTimeValue(ticksOf(time.Time(p)))
-	case Double:
-		return odata.DoubleValue(float64(p))
-	case Guid:
-		return odata.GuidValue(p)
-	case Int32:
-		return odata.Int32Value(int32(p))
-	case Int64:
-		return odata.Int64Value(int64(p))
-	}
-	return odata.Value{}
-}
-
 func errCorrupt(why string) error {
 	return ErrInternal.WithDetail("stored record is corrupt: %s", why)
 }

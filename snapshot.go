@@ -45,7 +45,7 @@ type Snapshot struct {
 // ErrRestoreOnDisk is Tabula's own error (not the service's) for DB.Restore on a database on
 // disk or from a snapshot of one: only an in-memory database can be put back to a snapshot at
 // once. A 409 on the wire, as for a request the resource's state refuses.
-var ErrRestoreOnDisk = newError("RestoreOnDisk", 409,
+var ErrRestoreOnDisk = NewError("RestoreOnDisk", 409,
 	"Only an in-memory database can be restored from a snapshot, and only from a snapshot of one.")
 
 // Snapshot returns the database as it is now (see Snapshot). Writes under way when it is taken

@@ -99,11 +99,11 @@ func BenchmarkFreshDBRetained(b *testing.B) {
 }
 
 // BenchmarkNewInProcess starts a tabulatest in-process server (an in-memory database behind
-// the REST handler) and closes it, as each test that calls tabulatest.NewInProcess does.
+// the REST handler) and closes it, as each test that calls tabulatest.NewServer(t, nil, tabulatest.InProcess()) does.
 func BenchmarkNewInProcess(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
-		s, err := tabulatest.StartInProcess(nil)
+		s, err := tabulatest.Start(nil, tabulatest.InProcess())
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -122,7 +122,7 @@ func BenchmarkNewInProcessRetained(b *testing.B) {
 		before := liveHeap()
 		servers := make([]*tabulatest.Server, held)
 		for i := range servers {
-			s, err := tabulatest.StartInProcess(nil)
+			s, err := tabulatest.Start(nil, tabulatest.InProcess())
 			if err != nil {
 				b.Fatal(err)
 			}

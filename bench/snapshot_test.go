@@ -192,7 +192,7 @@ func BenchmarkFixtureParallel(b *testing.B) {
 		errs := make(chan error, fixtureTests)
 		for range fixtureTests {
 			wg.Go(func() {
-				srv, err := fix.StartInProcess(nil)
+				srv, err := tabulatest.Start(nil, fix, tabulatest.InProcess())
 				if err != nil {
 					errs <- err
 					return

@@ -58,30 +58,17 @@ func checkKeys(pk, rk string) error {
 }
 
 // wireValue is v as the wire codec's value. Text that is not valid UTF-8 is refused, as
-// the engine refuses it (JSON would silently turn it into U+FFFD).
+// the engine refuses it (JSON would silently turn it into U+FFFD), and so is a type that is
+// not one of the eight (a struct that embeds one), which JSON would write as null.
 func wireValue(name string, v tabula.Property) (odata.Value, error) {
-	switch v := v.(type) {
-	case tabula.String:
-		if !utf8.ValidString(string(v)) {
-			return odata.Value{}, tabula.ErrInvalidInput.WithDetail("property %q: string is not valid UTF-8", name)
-		}
-		return odata.StringValue(string(v)), nil
-	case tabula.Int32:
-		return odata.Int32Value(int32(v)), nil
-	case tabula.Boolean:
-		return odata.BooleanValue(bool(v)), nil
-	case tabula.Int64:
-		return odata.Int64Value(int64(v)), nil
-	case tabula.Double:
-		return odata.DoubleValue(float64(v)), nil
-	case tabula.DateTime:
-		return odata.DateTimeValue(odata.TicksFromTime(time.Time(v))), nil
-	case tabula.Guid:
-		return odata.GuidValue(v), nil
-	case tabula.Binary:
-		return odata.BinaryValue(v), nil
+	value := tabula.ValueOf(v)
+	switch {
+	case value.Type == 0:
+		return value, tabula.ErrInvalidValueType.WithDetail("property %q has type %T, which is not a Tabula property type", name, v)
+	case value.Type == odata.String && !utf8.ValidString(value.Str):
+		return value, tabula.ErrInvalidInput.WithDetail("property %q: string is not valid UTF-8", name)
 	}
-	return odata.Value{}, tabula.ErrInvalidValueType.WithDetail("property %q has type %T, which is not a Tabula property type", name, v)
+	return value, nil
 }
 
 // decodeEntity reads an entity of a response, with the types its annotations and JSON
@@ -94,32 +81,9 @@ func decodeEntity(raw []byte) (tabula.Entity, error) {
 	e := tabula.Entity{PartitionKey: we.PartitionKey, RowKey: we.RowKey, Timestamp: we.Timestamp,
 		ETag: tabula.ETag(we.ETag), Properties: make(tabula.Properties, len(we.Properties))}
 	for _, p := range we.Properties {
-		e.Properties[p.Name] = property(p.Value)
+		e.Properties[p.Name] = tabula.PropertyOf(p.Value)
 	}
 	return e, nil
-}
-
-// property is a wire value as the engine's type.
-func property(v odata.Value) tabula.Property {
-	switch v.Type {
-	case odata.String:
-		return tabula.String(v.Str)
-	case odata.Binary:
-		return tabula.Binary(v.Bytes)
-	case odata.Boolean:
-		return tabula.Boolean(v.Int != 0)
-	case odata.DateTime:
-		return tabula.DateTime(odata.TimeFromTicks(v.Int))
-	case odata.Double:
-		return tabula.Double(v.Float)
-	case odata.Guid:
-		return tabula.Guid(v.Guid)
-	case odata.Int32:
-		return tabula.Int32(v.Int)
-	case odata.Int64:
-		return tabula.Int64(v.Int)
-	}
-	return nil
 }
 
 // etagTime reads the Timestamp out of an ETag, W/"datetime'2022-03-01T20%3A40%3A24.4317535Z'"

@@ -46,7 +46,7 @@ func favorite(ctx context.Context, movies tabula.TableAPI, category, title strin
 // account's connection string works the same).
 func Example() {
 	ctx := context.Background()
-	srv, err := tabulatest.StartInProcess(nil)
+	srv, err := tabulatest.Start(nil, tabulatest.InProcess())
 	if err != nil {
 		panic(err)
 	}
@@ -85,7 +85,7 @@ func Example() {
 // embedded tables share, so that code (such as an export) works on either backend.
 func ExampleTable_SetAccessPolicies() {
 	ctx := context.Background()
-	srv, err := tabulatest.StartInProcess(nil)
+	srv, err := tabulatest.Start(nil, tabulatest.InProcess())
 	if err != nil {
 		panic(err)
 	}

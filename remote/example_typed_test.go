@@ -27,7 +27,7 @@ type Order struct {
 // the same structs on both backends.
 func Example_typedEntities() {
 	ctx := context.Background()
-	srv, err := tabulatest.StartInProcess(nil)
+	srv, err := tabulatest.Start(nil, tabulatest.InProcess())
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -327,7 +327,7 @@ func (s *Server) addConfigured(accounts []Account, logger *slog.Logger) error {
 		}
 		names = append(names, a.Name)
 	}
-	namespaces, legacy, err := s.db.AssignNamespaces(context.Background(), names)
+	namespaces, legacy, err := s.db.AccountNamespaces(context.Background(), names)
 	if err != nil {
 		return fmt.Errorf("server: reading which account owns which data: %w", err)
 	}

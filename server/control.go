@@ -136,9 +136,10 @@ func (s *Server) serveControl(w http.ResponseWriter, r *http.Request, who princi
 	}
 }
 
-// knobs are what the management API steers and reads: the whole DB's (*tabula.DB, for the
-// administrator) or one account's namespace's (*tabula.Namespace).
-type knobs interface {
+// runtimeSettings are what the management API steers and reads: the settings that change
+// while the DB runs, the whole DB's (*tabula.DB, for the administrator) or one account's
+// namespace's (*tabula.Namespace).
+type runtimeSettings interface {
 	Limits() partition.Limits
 	SetRates(partition.Limits)
 	SetLimitMode(partition.LimitMode)
@@ -155,7 +156,7 @@ type knobs interface {
 // scopeOf returns what a management request acts on: the signed-in account's namespace, or
 // for the administrator every account's (the DB) unless ?account=NAME names one. It also
 // returns that account (nil for every account). An account naming another account is refused.
-func (s *Server) scopeOf(r *http.Request, who principal) (knobs, *accountEntry, *controlError) {
+func (s *Server) scopeOf(r *http.Request, who principal) (runtimeSettings, *accountEntry, *controlError) {
 	name := r.URL.Query().Get("account")
 	if !who.admin {
 		if name != "" && name != who.account {
@@ -201,13 +202,13 @@ func (s *Server) controlResource(w http.ResponseWriter, r *http.Request, view fu
 	}
 }
 
-func limitsView(k knobs) any {
+func limitsView(k runtimeSettings) any {
 	l := k.Limits()
 	return limitsJSON{Mode: l.Mode.String(), PartitionRate: l.PartitionRate, PartitionBurst: l.PartitionBurst,
 		AccountRate: l.AccountRate, AccountBurst: l.AccountBurst}
 }
 
-func changeLimits(k knobs, body []byte) *controlError {
+func changeLimits(k runtimeSettings, body []byte) *controlError {
 	var c limitsChange
 	if err := decodeControl(body, &c); err != nil {
 		return err
@@ -290,7 +291,7 @@ func kinds() []partition.Kind {
 	return ks
 }
 
-func (s *Server) faultsView(k knobs) any {
+func (s *Server) faultsView(k runtimeSettings) any {
 	f := k.Faults()
 	v := faultsJSON{Seed: f.Seed, ServerBusy: f.ServerBusy, Timeout: f.Timeout, Kinds: []string{},
 		ContinuationEvery: f.ContinuationEvery, OfflineOnSplit: f.OfflineOnSplit, OfflineFor: f.OfflineFor.String(),
@@ -312,7 +313,7 @@ func (s *Server) faultsView(k knobs) any {
 
 // changeFaults applies a PUT of the faults. tableDeleteDelay is the whole server's, every
 // account's tables', so only the administrator, steering every account, may change it.
-func (s *Server) changeFaults(k knobs, body []byte) *controlError {
+func (s *Server) changeFaults(k runtimeSettings, body []byte) *controlError {
 	var c faultsChange
 	if err := decodeControl(body, &c); err != nil {
 		return err
@@ -323,7 +324,7 @@ func (s *Server) changeFaults(k knobs, body []byte) *controlError {
 		if err != nil || d < 0 {
 			return badField("tableDeleteDelay", "must be a duration such as \"40s\", or \"0s\" for none; not %q", *c.TableDeleteDelay)
 		}
-		if k != knobs(s.db) {
+		if k != runtimeSettings(s.db) {
 			return &controlError{status: http.StatusForbidden, field: "tableDeleteDelay", message: "tableDeleteDelay: is the whole " +
 				"server's, every account's tables'; sign in as " + AdminUser + " with the admin key, without ?account=, to change it"}
 		}
@@ -374,11 +375,11 @@ func (s *Server) changeFaults(k knobs, body []byte) *controlError {
 	return nil
 }
 
-func queriesView(k knobs) any {
+func queriesView(k runtimeSettings) any {
 	return queriesJSON{ForbidFullScans: k.ForbidFullScans(), BoundaryContinuations: k.BoundaryContinuations()}
 }
 
-func changeQueries(k knobs, body []byte) *controlError {
+func changeQueries(k runtimeSettings, body []byte) *controlError {
 	var c queriesChange
 	if err := decodeControl(body, &c); err != nil {
 		return err

@@ -18,9 +18,9 @@ func (c *call) cosmos() bool { return c.s.db.Flavor() == tabula.FlavorCosmos }
 
 // Cosmos DB's 501s, as recorded.
 var (
-	errCosmosNotSupported = svcError("NotImplemented", http.StatusNotImplemented,
+	errCosmosNotSupported = tabula.NewError("NotImplemented", http.StatusNotImplemented,
 		"The requested operation is not supported.")
-	errCosmosKeyRangeSAS = svcError("NotImplemented", http.StatusNotImplemented,
+	errCosmosKeyRangeSAS = tabula.NewError("NotImplemented", http.StatusNotImplemented,
 		"Shared access signature with PartitionKey or RowKey are not supported")
 )
 

@@ -5,7 +5,6 @@ import (
 
 	"github.com/tabuladb/tabula"
 	"github.com/tabuladb/tabula/internal/wire"
-	"github.com/tabuladb/tabula/odata"
 )
 
 // Request bodies are read by the wire codec (internal/wire); this file is the edge where a
@@ -35,7 +34,7 @@ func decodeEntityWith(body []byte, keys wire.Keys, foldCase bool) (tabula.Entity
 	e := tabula.Entity{PartitionKey: we.PartitionKey, RowKey: we.RowKey, Timestamp: we.Timestamp,
 		ETag: tabula.ETag(we.ETag), Properties: make(tabula.Properties, len(we.Properties))}
 	for _, p := range we.Properties {
-		e.Properties[p.Name] = property(p.Value)
+		e.Properties[p.Name] = tabula.PropertyOf(p.Value)
 	}
 	return e, nil
 }
@@ -55,27 +54,4 @@ func decodeError(err error) *tabula.Error {
 		return withDetail(tabula.ErrPropertiesNeedValue, de.Detail)
 	}
 	return invalidInput("", de.Detail)
-}
-
-// property is a wire value as the engine's type.
-func property(v odata.Value) tabula.Property {
-	switch v.Type {
-	case odata.String:
-		return tabula.String(v.Str)
-	case odata.Binary:
-		return tabula.Binary(v.Bytes)
-	case odata.Boolean:
-		return tabula.Boolean(v.Int != 0)
-	case odata.DateTime:
-		return tabula.DateTime(odata.TimeFromTicks(v.Int))
-	case odata.Double:
-		return tabula.Double(v.Float)
-	case odata.Guid:
-		return tabula.Guid(v.Guid)
-	case odata.Int32:
-		return tabula.Int32(v.Int)
-	case odata.Int64:
-		return tabula.Int64(v.Int)
-	}
-	return nil
 }

@@ -152,7 +152,7 @@
 // A suite in any language saves the whole server's state by name once it has loaded its
 // fixture, and restores it between tests: every account's tables, entities, access policies
 // and service properties, and the accounts created through the accounts API, as they were
-// when saved (the knobs above are not state and stay as they are). In memory both cost
+// when saved (the settings above are not state and stay as they are). In memory both cost
 // microseconds whatever the data (tabula.Snapshot); a server on disk (--data) refuses both
 // with 409, since a restore there would rewrite the data. The administrator's credential only,
 // as the state is every account's (Server.SaveSnapshot and friends are the same in Go):

@@ -7,7 +7,6 @@ import (
 
 	"github.com/tabuladb/tabula"
 	"github.com/tabuladb/tabula/internal/wire"
-	"github.com/tabuladb/tabula/odata"
 )
 
 // The JSON of entities is the wire codec's (internal/wire); this file is the edge where the
@@ -97,34 +96,10 @@ func (w *entityWriter) appendEntities(ctx context.Context, b []byte, entities []
 func appendWireProperties(ps []wire.Property, props tabula.Properties) []wire.Property {
 	for name, v := range props {
 		if v != nil {
-			ps = append(ps, wire.Property{Name: name})
-			setWireValue(&ps[len(ps)-1].Value, v)
+			ps = append(ps, wire.Property{Name: name, Value: tabula.ValueOf(v)})
 		}
 	}
 	return ps
-}
-
-// setWireValue sets *w, a zero Value, to v as the wire codec's value (left zero, null,
-// for a type that is not one of the eight).
-func setWireValue(w *odata.Value, v tabula.Property) {
-	switch v := v.(type) {
-	case tabula.String:
-		w.Type, w.Str = odata.String, string(v)
-	case tabula.Int32:
-		w.Type, w.Int = odata.Int32, int64(v)
-	case tabula.Int64:
-		w.Type, w.Int = odata.Int64, int64(v)
-	case tabula.Double:
-		w.Type, w.Float = odata.Double, float64(v)
-	case tabula.Boolean:
-		*w = odata.BooleanValue(bool(v))
-	case tabula.DateTime:
-		w.Type, w.Int = odata.DateTime, odata.TicksFromTime(time.Time(v))
-	case tabula.Guid:
-		w.Type, w.Guid = odata.Guid, v
-	case tabula.Binary:
-		w.Type, w.Bytes = odata.Binary, v
-	}
 }
 
 // formatDate is the HTTP Date header, as the service sends it.

@@ -15,50 +15,50 @@ import (
 // service's codes and messages (REST docs: "Table service error codes", and the service's
 // authorization codes as recorded in client issues).
 var (
-	errAuthenticationFailed = svcError("AuthenticationFailed", http.StatusForbidden,
+	errAuthenticationFailed = tabula.NewError("AuthenticationFailed", http.StatusForbidden,
 		"Server failed to authenticate the request. Make sure the value of Authorization header is formed correctly including the signature.")
-	errAuthorizationFailure = svcError("AuthorizationFailure", http.StatusForbidden,
+	errAuthorizationFailure = tabula.NewError("AuthorizationFailure", http.StatusForbidden,
 		"This request is not authorized to perform this operation.")
-	errAuthorizationPermissionMismatch = svcError("AuthorizationPermissionMismatch", http.StatusForbidden,
+	errAuthorizationPermissionMismatch = tabula.NewError("AuthorizationPermissionMismatch", http.StatusForbidden,
 		"This request is not authorized to perform this operation using this permission.")
-	errAuthorizationResourceTypeMismatch = svcError("AuthorizationResourceTypeMismatch", http.StatusForbidden,
+	errAuthorizationResourceTypeMismatch = tabula.NewError("AuthorizationResourceTypeMismatch", http.StatusForbidden,
 		"This request is not authorized to perform this operation using this resource type.")
-	errAuthorizationServiceMismatch = svcError("AuthorizationServiceMismatch", http.StatusForbidden,
+	errAuthorizationServiceMismatch = tabula.NewError("AuthorizationServiceMismatch", http.StatusForbidden,
 		"This request is not authorized to perform this operation using this service.")
-	errAuthorizationSourceIPMismatch = svcError("AuthorizationSourceIPMismatch", http.StatusForbidden,
+	errAuthorizationSourceIPMismatch = tabula.NewError("AuthorizationSourceIPMismatch", http.StatusForbidden,
 		"This request is not authorized to perform this operation using this source IP.")
 
-	errInvalidURI = svcError("InvalidUri", http.StatusBadRequest,
+	errInvalidURI = tabula.NewError("InvalidUri", http.StatusBadRequest,
 		"The requested URI does not represent any resource on the server.")
-	errMethodNotAllowed = svcError("MethodNotAllowed", http.StatusMethodNotAllowed,
+	errMethodNotAllowed = tabula.NewError("MethodNotAllowed", http.StatusMethodNotAllowed,
 		"The requested method is not allowed on the specified resource.")
-	errXMethodNotUsingPost = svcError("XMethodNotUsingPost", http.StatusBadRequest,
+	errXMethodNotUsingPost = tabula.NewError("XMethodNotUsingPost", http.StatusBadRequest,
 		"The request uses X-HTTP-Method with a Http Verb that is not POST.")
-	errXMethodIncorrectValue = svcError("XMethodIncorrectValue", http.StatusBadRequest,
+	errXMethodIncorrectValue = tabula.NewError("XMethodIncorrectValue", http.StatusBadRequest,
 		"The specified X-HTTP-Method is invalid.")
-	errXMethodIncorrectCount = svcError("XMethodIncorrectCount", http.StatusBadRequest,
+	errXMethodIncorrectCount = tabula.NewError("XMethodIncorrectCount", http.StatusBadRequest,
 		"More than one X-HTTP-Method is specified.")
-	errAtomFormatNotSupported = svcError("AtomFormatNotSupported", http.StatusUnsupportedMediaType,
+	errAtomFormatNotSupported = tabula.NewError("AtomFormatNotSupported", http.StatusUnsupportedMediaType,
 		"Atom format is not supported.")
-	errJSONVerboseFormatNotSupported = svcError("JsonVerboseFormatNotSupported", http.StatusUnsupportedMediaType,
+	errJSONVerboseFormatNotSupported = tabula.NewError("JsonVerboseFormatNotSupported", http.StatusUnsupportedMediaType,
 		"Verbose JSON format is not supported.")
-	errMediaTypeNotSupported = svcError("MediaTypeNotSupported", http.StatusUnsupportedMediaType,
+	errMediaTypeNotSupported = tabula.NewError("MediaTypeNotSupported", http.StatusUnsupportedMediaType,
 		"None of the provided media types are supported")
 
 	// Common REST API error codes, for the XML operations and the request headers.
-	errInvalidHeaderValue = svcError("InvalidHeaderValue", http.StatusBadRequest,
+	errInvalidHeaderValue = tabula.NewError("InvalidHeaderValue", http.StatusBadRequest,
 		"The value for one of the HTTP headers is not in the correct format.")
-	errInvalidQueryParameterValue = svcError("InvalidQueryParameterValue", http.StatusBadRequest,
+	errInvalidQueryParameterValue = tabula.NewError("InvalidQueryParameterValue", http.StatusBadRequest,
 		"Value for one of the query parameters specified in the request URI is invalid.")
 	// InvalidXmlDocument is the Table service's answer to any Set Table ACL or Set Table
 	// Service Properties body it refuses, malformed or merely invalid (a policy without an Id,
 	// a retention of 366 days), as its recorded answers in the aztables module show; it does
 	// not use InvalidXmlNodeValue there.
-	errInvalidXMLDocument = svcError("InvalidXmlDocument", http.StatusBadRequest,
+	errInvalidXMLDocument = tabula.NewError("InvalidXmlDocument", http.StatusBadRequest,
 		"XML specified is not syntactically valid.")
-	errCorsPreflightFailure = svcError("CorsPreflightFailure", http.StatusForbidden,
+	errCorsPreflightFailure = tabula.NewError("CorsPreflightFailure", http.StatusForbidden,
 		"CORS not enabled or no matching rule found for this request.")
-	errMissingCorsHeader = svcError("InvalidHeaderValue", http.StatusBadRequest,
+	errMissingCorsHeader = tabula.NewError("InvalidHeaderValue", http.StatusBadRequest,
 		"A required CORS header is not present.")
 )
 
@@ -78,10 +78,6 @@ const (
 	msgBatchAccountMissing = "The batch sub-request does not address this account."
 	msgNameLength          = "The specified resource name length is not within the permissible limits." // OutOfRangeInput's
 )
-
-func svcError(code string, status int, message string) *tabula.Error {
-	return &tabula.Error{Code: code, StatusCode: status, Message: message}
-}
 
 // withDetail is e.WithDetail for a detail written out already; the detail goes to the
 // X-Tabula-Error-Detail header, never into the service's message.

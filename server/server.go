@@ -13,7 +13,7 @@ type Options struct {
 	// Accounts are the accounts the server accepts, by name and keys. Each is its own
 	// namespace of tables in the one DB the server serves, as each storage account is on
 	// the service, found by the account's name as the DB records it
-	// (tabula.DB.AssignNamespaces): on a DB that records none, the first account's tables
+	// (tabula.DB.AccountNamespaces): on a DB that records none, the first account's tables
 	// are the DB's own (DB.Namespace("")), so that a single-account server serves exactly
 	// what the embedded API sees, and every other account's are DB.Namespace(name); from
 	// then on the order of the accounts changes nothing, an account left out keeps its

@@ -15,7 +15,7 @@ import (
 // between tests (Tabula's own, beyond the service, as LocalStack's state snapshots are).
 // A state is a tabula.Snapshot of the server's database, every account's tables, entities,
 // access policies and service properties, with the accounts created through the management
-// API (api/accounts) then; not the management API's knobs (limits, faults,
+// API (api/accounts) then; not the management API's settings (limits, faults,
 // query switches), which are steering, not state. Of an in-memory database (tabula serve
 // without --data) saving and restoring each cost microseconds whatever the data, and a saved
 // state holds only what has changed since; on disk a restore would mean rewriting the data,

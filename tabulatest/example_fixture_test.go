@@ -17,11 +17,11 @@ var movies = tabulatest.Tables(map[string][]tabula.Entity{
 	},
 })
 
-// In a test: srv := movies.NewServer(t, nil), or NewInProcess, each the test's own.
+// In a test, srv := tabulatest.NewServer(t, nil, movies) gives the test a copy of its own.
 func ExampleFixture() {
 	ctx := context.Background()
 	for range 2 {
-		srv, err := movies.StartInProcess(nil)
+		srv, err := tabulatest.Start(nil, movies, tabulatest.InProcess())
 		if err != nil {
 			log.Fatal(err)
 		}

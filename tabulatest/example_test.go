@@ -65,7 +65,7 @@ func Example() {
 // server's handler. Engine options reach the server too; here, forced continuations make
 // every page hold at most two entities, and the SDK's pager follows them.
 func ExampleServer_Transport() {
-	srv, err := tabulatest.StartInProcess(&tabula.Options{Faults: partition.Faults{ContinuationEvery: 2}})
+	srv, err := tabulatest.Start(&tabula.Options{Faults: partition.Faults{ContinuationEvery: 2}}, tabulatest.InProcess())
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func ExampleServer_Transport() {
 //
 //	func TestOrders(t *testing.T) {
 //		t.Parallel()
-//		srv := tabulatest.NewInProcess(t, nil)
+//		srv := tabulatest.NewServer(t, nil, tabulatest.InProcess())
 //		...
 //	}
 //
@@ -119,7 +119,7 @@ func Example_parallelTests() {
 	var wg sync.WaitGroup
 	for test := range 100 {
 		wg.Go(func() {
-			srv, err := tabulatest.StartInProcess(nil)
+			srv, err := tabulatest.Start(nil, tabulatest.InProcess())
 			if err != nil {
 				log.Fatal(err)
 			}

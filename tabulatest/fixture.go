@@ -25,7 +25,7 @@ import (
 //
 //	func TestX(t *testing.T) {
 //		t.Parallel()
-//		srv := movies.NewServer(t, nil) // the seeded tables, for this test alone
+//		srv := tabulatest.NewServer(t, nil, movies) // the seeded tables, for this test alone
 //		…
 //	}
 type Fixture struct {
@@ -211,34 +211,5 @@ func (f *Fixture) Open(t testing.TB, opts *tabula.Options) *tabula.DB {
 	return db
 }
 
-// Start is the package's Start on a copy of the fixture.
-func (f *Fixture) Start(opts *tabula.Options) (*Server, error) {
-	db, err := f.open(opts)
-	if err != nil {
-		return nil, err
-	}
-	return startOn(db)
-}
-
-// StartInProcess is the package's StartInProcess on a copy of the fixture.
-func (f *Fixture) StartInProcess(opts *tabula.Options) (*Server, error) {
-	db, err := f.open(opts)
-	if err != nil {
-		return nil, err
-	}
-	return inProcessOn(db)
-}
-
-// NewServer is the package's NewServer on a copy of the fixture: the server is t's alone.
-func (f *Fixture) NewServer(t testing.TB, opts *tabula.Options) *Server {
-	t.Helper()
-	s, err := f.Start(opts)
-	return forTest(t, s, err)
-}
-
-// NewInProcess is the package's NewInProcess on a copy of the fixture.
-func (f *Fixture) NewInProcess(t testing.TB, opts *tabula.Options) *Server {
-	t.Helper()
-	s, err := f.StartInProcess(opts)
-	return forTest(t, s, err)
-}
+// apply makes a fixture an Option: NewServer(t, opts, f) starts on a copy of f.
+func (f *Fixture) apply(s *setup) { s.fixture = f }

@@ -43,7 +43,7 @@ func TestFixtureParallel(t *testing.T) {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			srv := big.NewInProcess(t, nil)
+			srv := tabulatest.NewServer(t, nil, big, tabulatest.InProcess())
 			svc, err := aztables.NewServiceClientFromConnectionString(srv.ConnectionString(),
 				&aztables.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: srv.Transport()}})
 			require.NoError(t, err)
@@ -89,9 +89,9 @@ func TestFixtureKinds(t *testing.T) {
 	require.NoError(t, err)
 
 	broken := tabulatest.Seed(func(context.Context, *tabula.DB) error { return errors.New("no fixture today") })
-	_, err = broken.Start(nil)
+	_, err = tabulatest.Start(nil, broken)
 	assert.ErrorContains(t, err, "no fixture today")
-	_, err = broken.StartInProcess(nil)
+	_, err = tabulatest.Start(nil, broken, tabulatest.InProcess())
 	assert.ErrorContains(t, err, "no fixture today", "the error stays")
 
 	dup := tabulatest.Tables(map[string][]tabula.Entity{"Dup": {{PartitionKey: "p", RowKey: "r"}, {PartitionKey: "p", RowKey: "r"}}})
@@ -118,15 +118,15 @@ func TestFixtureFile(t *testing.T) {
 	require.NoError(t, os.WriteFile(gz, zipped.Bytes(), 0o600))
 
 	for _, path := range []string{plain, gz} {
-		srv := tabulatest.File(path, nil).NewInProcess(t, nil)
+		srv := tabulatest.NewServer(t, nil, tabulatest.File(path, nil), tabulatest.InProcess())
 		n, err := tabula.Count(ctx, srv.DB.Table("Orders"), "")
 		require.NoError(t, err, path)
 		assert.EqualValues(t, 2, n, path)
 	}
-	_, err = tabulatest.File(filepath.Join(dir, "missing.jsonl"), nil).Start(nil)
+	_, err = tabulatest.Start(nil, tabulatest.File(filepath.Join(dir, "missing.jsonl"), nil))
 	assert.ErrorContains(t, err, "missing.jsonl")
 	require.NoError(t, os.WriteFile(plain, file.Bytes()[:file.Len()/2], 0o600))
-	_, err = tabulatest.File(plain, nil).Start(nil)
+	_, err = tabulatest.Start(nil, tabulatest.File(plain, nil))
 	assert.ErrorContains(t, err, "fixture.jsonl", "a file cut short")
 }
 
@@ -163,7 +163,7 @@ func TestFixtureFileAccounts(t *testing.T) {
 // A fixture a person writes, with every EDM type, serves through the SDK-facing server.
 func TestFixtureHandWritten(t *testing.T) {
 	ctx := context.Background()
-	srv := tabulatest.File("../testdata/fixture.json", nil).NewInProcess(t, nil)
+	srv := tabulatest.NewServer(t, nil, tabulatest.File("../testdata/fixture.json", nil))
 	e, err := srv.DB.Table("Orders").Get(ctx, "alice", "0001")
 	require.NoError(t, err)
 	assert.Len(t, e.Properties, 9)

@@ -34,75 +34,17 @@ type Server struct {
 	closeErr  error
 }
 
-// Start opens an in-memory DB with opts (nil for the defaults) and serves it on a loopback
-// port. Close it when done; NewServer does that for a test.
-func Start(opts *tabula.Options) (*Server, error) {
-	db, err := tabula.OpenInMemory(opts)
-	if err != nil {
-		return nil, err
-	}
-	return startOn(db)
-}
-
-// startOn serves db on a loopback port, closing it on failure.
-func startOn(db *tabula.DB) (*Server, error) {
-	s, err := start(db)
-	if err != nil {
-		return nil, err
-	}
-	s.http = httptest.NewServer(s.Handler)
-	s.Endpoint = s.http.URL
-	s.URL = server.DevelopmentAccount().TableEndpoint(s.Endpoint)
-	return s, nil
-}
-
-// StartInProcess is Start without a listener: the server is reachable only through
-// Transport, so no socket is ever opened.
-func StartInProcess(opts *tabula.Options) (*Server, error) {
-	db, err := tabula.OpenInMemory(opts)
-	if err != nil {
-		return nil, err
-	}
-	return inProcessOn(db)
-}
-
-// inProcessOn serves db without a listener, closing it on failure.
-func inProcessOn(db *tabula.DB) (*Server, error) {
-	s, err := start(db)
-	if err != nil {
-		return nil, err
-	}
-	s.Endpoint = inProcessEndpoint
-	s.URL = server.DevelopmentAccount().TableEndpoint(s.Endpoint)
-	return s, nil
-}
-
-func start(db *tabula.DB) (*Server, error) {
-	h, err := server.New(db, nil)
-	if err != nil {
-		return nil, errors.Join(err, db.Close())
-	}
-	return &Server{DB: db, Handler: h}, nil
-}
-
-// NewServer starts a server for t (see Start) and closes it when the test ends.
-func NewServer(t testing.TB, opts *tabula.Options) *Server {
+// NewServer is the way in: it starts an in-memory Tabula for t, serving the REST protocol on
+// a loopback port, and closes it when the test ends. opts (nil for the defaults) reach the
+// engine unchanged. with chooses the rest: InProcess for no listener, a *Fixture to start
+// from a copy of it:
+//
+//	srv := tabulatest.NewServer(t, nil)                          // empty, on a loopback port
+//	srv := tabulatest.NewServer(t, nil, movies)                  // a copy of the movies fixture
+//	srv := tabulatest.NewServer(t, nil, tabulatest.InProcess())  // no socket: srv.Transport()
+func NewServer(t testing.TB, opts *tabula.Options, with ...Option) *Server {
 	t.Helper()
-	s, err := Start(opts)
-	return forTest(t, s, err)
-}
-
-// NewInProcess starts an in-process server for t (see StartInProcess) and closes it when
-// the test ends.
-func NewInProcess(t testing.TB, opts *tabula.Options) *Server {
-	t.Helper()
-	s, err := StartInProcess(opts)
-	return forTest(t, s, err)
-}
-
-// forTest fails t if the server did not start, and closes it when the test ends.
-func forTest(t testing.TB, s *Server, err error) *Server {
-	t.Helper()
+	s, err := Start(opts, with...)
 	if err != nil {
 		t.Fatalf("tabulatest: %v", err)
 	}
@@ -113,6 +55,64 @@ func forTest(t testing.TB, s *Server, err error) *Server {
 	})
 	return s
 }
+
+// NewInProcess is NewServer(t, opts, InProcess()), the form most suites use.
+func NewInProcess(t testing.TB, opts *tabula.Options) *Server {
+	t.Helper()
+	return NewServer(t, opts, InProcess())
+}
+
+// Start is NewServer for code that has no testing.TB (an Example, TestMain, a benchmark
+// that times servers): the caller closes the server.
+func Start(opts *tabula.Options, with ...Option) (*Server, error) {
+	var set setup
+	for _, o := range with {
+		if o != nil {
+			o.apply(&set)
+		}
+	}
+	var db *tabula.DB
+	var err error
+	if set.fixture != nil {
+		db, err = set.fixture.open(opts)
+	} else {
+		db, err = tabula.OpenInMemory(opts)
+	}
+	if err != nil {
+		return nil, err
+	}
+	h, err := server.New(db, nil)
+	if err != nil {
+		return nil, errors.Join(err, db.Close())
+	}
+	s := &Server{DB: db, Handler: h, Endpoint: inProcessEndpoint}
+	if !set.inProcess {
+		s.http = httptest.NewServer(h)
+		s.Endpoint = s.http.URL
+	}
+	s.URL = server.DevelopmentAccount().TableEndpoint(s.Endpoint)
+	return s, nil
+}
+
+// Option chooses how NewServer and Start start a server: InProcess, or a *Fixture, whose
+// copy the server starts on.
+type Option interface {
+	apply(*setup)
+}
+
+// setup is what the Options chose.
+type setup struct {
+	fixture   *Fixture // nil for an empty database
+	inProcess bool
+}
+
+// InProcess starts the server without a listener: no socket is ever opened, and the server
+// is reachable only through Server.Transport (its Endpoint never resolves).
+func InProcess() Option { return inProcess{} }
+
+type inProcess struct{}
+
+func (inProcess) apply(s *setup) { s.inProcess = true }
 
 // ConnectionString is the development account's connection string for this server, for
 // aztables.NewServiceClientFromConnectionString and its equivalents in other SDKs.

@@ -360,7 +360,7 @@ func TestServeImportAccounts(t *testing.T) {
 		p, err := importAtStart(ctx, db, path, accounts)
 		require.NoError(t, err)
 		assert.EqualValues(t, 1, p.Tables)
-		assigned, _, err := db.AssignNamespaces(ctx, accounts)
+		assigned, _, err := db.AccountNamespaces(ctx, accounts)
 		require.NoError(t, err)
 		_, err = assigned["myacct"].Table("Orders").Get(ctx, "p", "r")
 		assert.NoError(t, err, "--accounts %v", accounts)

@@ -184,7 +184,7 @@ func importFile(ctx context.Context, d *dataFlags, opts *tabula.ImportOptions, f
 // root namespace, the first account's unless the directory recorded otherwise; any other
 // in the namespace of its name.
 func importAtStart(ctx context.Context, db *tabula.DB, file string, accounts []string) (tabula.Progress, error) {
-	assigned, _, err := db.AssignNamespaces(ctx, accounts)
+	assigned, _, err := db.AccountNamespaces(ctx, accounts)
 	if err != nil {
 		return tabula.Progress{}, err
 	}

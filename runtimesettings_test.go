@@ -299,10 +299,10 @@ func TestEachNamespaceHasItsOwnAccountLimit(t *testing.T) {
 	}
 }
 
-// A namespace's knobs are its own: faults, limits, query switches, heat report and reset set
+// A namespace's settings are its own: faults, limits, query switches, heat report and reset set
 // for one namespace leave the other as it was, in both directions; the DB's setters reach
 // both.
-func TestNamespaceKnobsAreTheirOwn(t *testing.T) {
+func TestNamespaceSettingsAreTheirOwn(t *testing.T) {
 	ctx := context.Background()
 	for _, dir := range []struct{ self, other string }{{"", "bob"}, {"bob", ""}, {"alice", "bob"}} {
 		t.Run(fmt.Sprintf("%q steers", dir.self), func(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"github.com/tabuladb/tabula/partition"
 )
 
-// The runtime knobs: the simulated service's limits and faults, and the query switches, for
+// The settings that change while the DB runs: the simulated service's limits and faults, and the query switches, for
 // the whole DB (every namespace at once) or for one namespace (the REST front end's storage
 // account) alone. A namespace has the DB's settings until it is given its own; a DB-wide
 // setter then changes every namespace's again.
@@ -46,9 +46,9 @@ func (db *DB) switches(ns string) *querySwitches {
 	return &db.queries
 }
 
-// ownSwitches returns the namespace's own query switches, made from the DB's on first use.
-// Called with db.knobsMu held.
-func (db *DB) ownSwitches(ns string) *querySwitches {
+// namespaceSwitches returns the namespace's own query switches, made from the DB's on first
+// use. Called with db.settingsMu held.
+func (db *DB) namespaceSwitches(ns string) *querySwitches {
 	if v, ok := db.nsQueries.Load(ns); ok {
 		return v.(*querySwitches)
 	}
@@ -61,14 +61,14 @@ func (db *DB) ownSwitches(ns string) *querySwitches {
 
 // setSwitch sets one query switch, of the namespace called ns or (all) of every namespace.
 func (db *DB) setSwitch(ns string, all bool, on bool, which func(*querySwitches) *atomic.Bool) {
-	db.knobsMu.Lock()
-	defer db.knobsMu.Unlock()
+	db.settingsMu.Lock()
+	defer db.settingsMu.Unlock()
 	if all {
 		which(&db.queries).Store(on)
 		db.nsQueries.Range(func(_, v any) bool { which(v.(*querySwitches)).Store(on); return true })
 		return
 	}
-	which(db.ownSwitches(ns)).Store(on)
+	which(db.namespaceSwitches(ns)).Store(on)
 }
 
 func forbidSwitch(s *querySwitches) *atomic.Bool     { return &s.forbidFullScans }
