@@ -54,8 +54,12 @@ const MinMemoryBudget = 256 << 20
 //     fewer builders per compaction, and a leveled tree of ratio r rewrites an entity about
 //     r/ln(r) times per factor of e it grows, least near 3. Level 0 keeps Badger's 5 tables:
 //     every table there is one more place for each read to look.
-//   - Blocks and values are checked against their checksums as they are read, so that a
-//     file damaged on disk is an error rather than wrong data.
+//   - Blocks of 64 KiB rather than Badger's 4 KiB. Without a block cache, an iterator that
+//     enters a block allocates and parses it afresh: in blocks of 4 KiB a scan of tables
+//     paid that every three entities of 1 KiB (4,100 allocations a scan of 10,000, a tenth
+//     of its CPU), in blocks of 64 KiB every 58 (250), and such a scan at the smallest
+//     budget costs 15-20% less. Point reads search longer blocks at no cost measurement
+//     could tell from noise. A block is also what salvage loses when one fails its checksum.
 //
 // What these buffers hold live stays under about half the budget; the Go runtime lets the
 // heap grow to twice what is live between collections, which the runtime's soft memory
@@ -80,6 +84,7 @@ func BadgerOptions(dir string, budget uint64) badger.Options {
 		WithNumMemtables(2).
 		WithBaseTableSize(memtable).
 		WithCompression(options.None).
+		WithBlockSize(64 << 10).
 		WithBlockCacheSize(0).
 		WithIndexCacheSize(0).
 		WithNumCompactors(2).
