@@ -6,8 +6,6 @@ import (
 	"strings"
 	"time"
 	"unsafe"
-
-	"github.com/tabuladb/tabula/internal/wire"
 )
 
 // The typed reads of the embedded engine: a stored record is decoded straight into the
@@ -106,11 +104,16 @@ type typedPage[T any] struct {
 	// store, which would take it for its own.
 	err   error
 	errAt int
+	// etags formats the page's ETags; lastETag is the one of the entity taken last, whose
+	// Timestamp was lastTicks.
+	etags     etagCache
+	lastTicks int64
+	lastETag  string
 }
 
 func (p *typedPage[T]) reset() {
 	clear(p.items)
-	p.items, p.err = p.items[:0], nil
+	p.items, p.err, p.lastETag = p.items[:0], nil, ""
 }
 
 func (p *typedPage[T]) decode(record []byte, keep func(string) bool) (int64, error) {
@@ -129,20 +132,35 @@ func (p *typedPage[T]) decode(record []byte, keep func(string) bool) (int64, err
 func (p *typedPage[T]) take(pk, rk string, rkView bool, ticks int64) {
 	c := p.r.c
 	base := unsafe.Pointer(&p.items[len(p.items)-1])
-	if rkView && c.rk != noField && c.etag != noField {
+	if c.etag == noField {
+		if rkView && c.rk != noField {
+			rk = strings.Clone(rk)
+		}
+		c.setSystem(base, pk, rk, ticks)
+		return
+	}
+	var etag string
+	switch {
+	case ticks == p.lastTicks && p.lastETag != "":
+		// A batch's entities share their Timestamp, and so their ETag.
+		etag = p.lastETag
+		if rkView && c.rk != noField {
+			rk = strings.Clone(rk)
+		}
+	case rkView && c.rk != noField:
 		// The RowKey, a view of the stored key, and the ETag share one allocation, as in
 		// scanRecord.entity: they live and die with the struct.
 		buf := make([]byte, 0, len(rk)+maxETagLen)
-		buf = wire.AppendETag(append(buf, rk...), ticks)
-		etag := unsafe.String(unsafe.SliceData(buf[len(rk):]), len(buf)-len(rk))
-		c.setKeys(base, pk, unsafe.String(unsafe.SliceData(buf), len(rk)))
-		c.setVersion(base, timeOfTicks(ticks), ETag(etag))
-		return
+		buf = p.etags.appendETag(append(buf, rk...), ticks)
+		etag = unsafe.String(unsafe.SliceData(buf[len(rk):]), len(buf)-len(rk))
+		rk = unsafe.String(unsafe.SliceData(buf), len(rk))
+	default:
+		buf := p.etags.appendETag(make([]byte, 0, maxETagLen), ticks)
+		etag = unsafe.String(unsafe.SliceData(buf), len(buf))
 	}
-	if rkView && c.rk != noField {
-		rk = strings.Clone(rk)
-	}
-	c.setSystem(base, pk, rk, ticks)
+	p.lastTicks, p.lastETag = ticks, etag
+	c.setKeys(base, pk, rk)
+	c.setVersion(base, timeOfTicks(ticks), ETag(etag))
 }
 
 func (p *typedPage[T]) reverse() {
@@ -167,7 +185,7 @@ func queryRecordsAs[T any](ctx context.Context, src recordSource, c *structCodec
 	// mapping: growing the slice again for every query cost more than the structs' strings.
 	sink, _ := c.pages.Get().(*typedPage[T])
 	if sink == nil {
-		sink = &typedPage[T]{r: c.newRecordReader()}
+		sink = &typedPage[T]{r: c.newRecordReader(), etags: etagCache{second: -1}}
 	}
 	defer func() {
 		sink.reset()
