@@ -27,6 +27,7 @@ func (r *recordReader) decode(record []byte, base unsafe.Pointer, sel func(strin
 	}
 	d := r.d
 	d.b, d.i = record[1:], 0
+	r.strs = nil // the last struct's
 	ticks, err := r.properties(base, sel)
 	d.b = nil // the bytes belong to the store
 	return ticks, err
@@ -114,7 +115,7 @@ func (r *recordReader) direct(f *structField, base unsafe.Pointer, code int64) (
 		if err != nil {
 			return true, err
 		}
-		*(*string)(p) = string(raw)
+		*(*string)(p) = r.string(raw)
 	case codeInt32, codeInt64, codeDateTime:
 		switch {
 		case code == codeDateTime && f.kind == kindTime:
@@ -194,6 +195,25 @@ func (r *recordReader) direct(f *structField, base unsafe.Pointer, code int64) (
 		return false, nil
 	}
 	return true, nil
+}
+
+// string returns raw as a string held in r.strs.
+func (r *recordReader) string(raw []byte) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	if cap(r.strs)-len(r.strs) < len(raw) {
+		// Room for this string, every one after it in the record, and the spare bytes.
+		r.strs = make([]byte, 0, len(raw)+len(r.d.b)-r.d.i+r.spare)
+	}
+	return r.carve(raw)
+}
+
+// carve appends raw to r.strs, which has room for it, and returns it as a string.
+func (r *recordReader) carve(raw []byte) string {
+	start := len(r.strs)
+	r.strs = append(r.strs, raw...)
+	return unsafe.String(&r.strs[start], len(raw))
 }
 
 // putRest stores property name, which no field names, in the catch-all at base.

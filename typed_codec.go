@@ -71,7 +71,7 @@ type structCodec struct {
 	// offsets of the system fields and the catch-all; noField when the struct has none.
 	pk, rk, timestamp, etag, rest uintptr
 	err                           error
-	// gets and pages pool the typedGets and typedPages of the type's reads.
+	// gets and pages pool the typedGetOfs and typedPages of the type's reads.
 	gets, pages sync.Pool
 }
 
@@ -184,11 +184,6 @@ func newStructCodec(typ reflect.Type) *structCodec {
 		return r
 	}
 	slices.SortFunc(c.fields, func(a, b structField) int { return strings.Compare(a.name, b.name) })
-	c.gets.New = func() any {
-		g := &typedGet{r: c.newRecordReader()}
-		g.sink = g.decode
-		return g
-	}
 	return c
 }
 
@@ -479,6 +474,11 @@ func (c *structCodec) put(base unsafe.Pointer, name string, v odata.Value, i int
 type recordReader struct {
 	c *structCodec
 	d *recordDecoder
+	// strs holds the strings of the struct decoded last, one allocation for all of them
+	// (and, in a scan, its RowKey and ETag): sized, at its first string, for the rest of the
+	// record and spare bytes. It is a struct's own, so keeping a struct keeps no other's.
+	strs  []byte
+	spare int // the bytes strs has beyond the record's: a scan's last RowKey and ETag
 }
 
 func (c *structCodec) newRecordReader() *recordReader {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 	"unsafe"
+
+	"github.com/tabuladb/tabula/internal/wire"
 )
 
 // The typed reads of the embedded engine: a stored record is decoded straight into the
@@ -15,8 +17,8 @@ import (
 
 // recordSource is what the embedded *Table offers the typed reads.
 type recordSource interface {
-	// lookupAs reads the entity of pk and rk into the zero struct of codec c at base.
-	lookupAs(ctx context.Context, c *structCodec, base unsafe.Pointer, pk, rk string) error
+	// lookupAs reads the entity of pk and rk into g's zero struct.
+	lookupAs(ctx context.Context, g *typedGet, pk, rk string) error
 	// prepareQuery prepares q as Table.Query does.
 	prepareQuery(q Query) (preparedQuery, error)
 	// pageTo runs one page, giving its entities to sink (see scanner.go).
@@ -45,8 +47,8 @@ type recordSink interface {
 
 func (t *Table) prepareQuery(q Query) (preparedQuery, error) { return t.db.prepare(t.ns, q) }
 
-// typedGet is the state of one typed point read, pooled per codec with its method bound
-// once.
+// typedGet is the state of one typed point read, pooled per codec (as a typedGetOf) with
+// its method bound once.
 type typedGet struct {
 	r      *recordReader
 	base   unsafe.Pointer
@@ -54,6 +56,21 @@ type typedGet struct {
 	dirty  bool                      // base holds an earlier attempt's decoding
 	err    error                     // a property that did not fit its field
 	sink   func(record []byte) error // typedGet.decode
+}
+
+// typedGetOf is a typedGet with the T it decodes into.
+type typedGetOf[T any] struct {
+	typedGet
+	v T
+}
+
+func newTypedGet[T any](c *structCodec) *typedGetOf[T] {
+	g := &typedGetOf[T]{typedGet: typedGet{r: c.newRecordReader()}}
+	g.base, g.sink = unsafe.Pointer(&g.v), g.decode
+	if c.etag != noField {
+		g.r.spare = maxETagLen // the ETag goes with the struct's strings
+	}
+	return g
 }
 
 func (g *typedGet) decode(record []byte) error {
@@ -71,16 +88,28 @@ func (g *typedGet) decode(record []byte) error {
 	if err != nil {
 		return err
 	}
-	c.setSystem(g.base, g.pk, g.rk, ticks)
+	c.setKeys(g.base, g.pk, g.rk)
+	if c.timestamp != noField {
+		*(*time.Time)(fieldAt(g.base, c.timestamp)) = timeOfTicks(ticks)
+	}
+	if c.etag != noField {
+		r := g.r
+		if cap(r.strs)-len(r.strs) < maxETagLen {
+			r.strs = make([]byte, 0, maxETagLen)
+		}
+		start := len(r.strs)
+		r.strs = wire.AppendETag(r.strs, ticks)
+		*(*ETag)(fieldAt(g.base, c.etag)) = ETag(unsafe.String(&r.strs[start], len(r.strs)-start))
+	}
 	return nil
 }
 
-func (t *Table) lookupAs(ctx context.Context, c *structCodec, base unsafe.Pointer, pk, rk string) error {
+// lookupAs reads the entity of pk and rk into g's zero struct.
+func (t *Table) lookupAs(ctx context.Context, g *typedGet, pk, rk string) error {
 	if err := validateKeys(pk, rk); err != nil {
 		return err
 	}
-	g := c.gets.Get().(*typedGet)
-	g.base, g.pk, g.rk = base, pk, rk
+	g.pk, g.rk = pk, rk
 	op := getOpPool.Get().(*getOp)
 	op.sink = g.sink
 	err := t.lookup(ctx, op, pk, rk)
@@ -88,8 +117,7 @@ func (t *Table) lookupAs(ctx context.Context, c *structCodec, base unsafe.Pointe
 	if err == nil {
 		err = g.err
 	}
-	g.base, g.pk, g.rk, g.dirty, g.err = nil, "", "", false, nil
-	c.gets.Put(g)
+	g.pk, g.rk, g.dirty, g.err, g.r.strs = "", "", false, nil, nil
 	return err
 }
 
@@ -113,7 +141,7 @@ type typedPage[T any] struct {
 
 func (p *typedPage[T]) reset() {
 	clear(p.items)
-	p.items, p.err, p.lastETag = p.items[:0], nil, ""
+	p.items, p.err, p.lastETag, p.r.strs = p.items[:0], nil, "", nil
 }
 
 func (p *typedPage[T]) decode(record []byte, keep func(string) bool) (int64, error) {
@@ -147,16 +175,25 @@ func (p *typedPage[T]) take(pk, rk string, rkView bool, ticks int64) {
 		if rkView && c.rk != noField {
 			rk = strings.Clone(rk)
 		}
-	case rkView && c.rk != noField:
-		// The RowKey, a view of the stored key, and the ETag share one allocation, as in
-		// scanRecord.entity: they live and die with the struct.
-		buf := make([]byte, 0, len(rk)+maxETagLen)
-		buf = p.etags.appendETag(append(buf, rk...), ticks)
-		etag = unsafe.String(unsafe.SliceData(buf[len(rk):]), len(buf)-len(rk))
-		rk = unsafe.String(unsafe.SliceData(buf), len(rk))
 	default:
-		buf := p.etags.appendETag(make([]byte, 0, maxETagLen), ticks)
-		etag = unsafe.String(unsafe.SliceData(buf), len(buf))
+		// The RowKey, when a view of the stored key, and the ETag share the allocation of
+		// the struct's strings when they fit in its spare bytes, else one of their own:
+		// they live and die with the struct.
+		n := maxETagLen
+		if rkView && c.rk != noField {
+			n += len(rk)
+		}
+		r := p.r
+		if cap(r.strs)-len(r.strs) < n {
+			r.strs = make([]byte, 0, n)
+		}
+		if rkView && c.rk != noField {
+			rk = r.carve(unsafe.Slice(unsafe.StringData(rk), len(rk)))
+		}
+		r.spare = n // the next RowKey is likely as long
+		start := len(r.strs)
+		r.strs = p.etags.appendETag(r.strs, ticks)
+		etag = unsafe.String(&r.strs[start], len(r.strs)-start)
 	}
 	p.lastTicks, p.lastETag = ticks, etag
 	c.setKeys(base, pk, rk)
