@@ -27,7 +27,7 @@ func (r *recordReader) decode(record []byte, base unsafe.Pointer, sel func(strin
 	}
 	d := r.d
 	d.b, d.i = record[1:], 0
-	r.strs = nil // the last struct's
+	r.strs.drop() // the last struct's
 	ticks, err := r.properties(base, sel)
 	d.b = nil // the bytes belong to the store
 	return ticks, err
@@ -202,18 +202,36 @@ func (r *recordReader) string(raw []byte) string {
 	if len(raw) == 0 {
 		return ""
 	}
-	if cap(r.strs)-len(r.strs) < len(raw) {
+	if r.strs.room() < len(raw) {
 		// Room for this string, every one after it in the record, and the spare bytes.
-		r.strs = make([]byte, 0, len(raw)+len(r.d.b)-r.d.i+r.spare)
+		r.strs.grow(len(raw) + len(r.d.b) - r.d.i + r.spare)
 	}
-	return r.carve(raw)
+	return r.strs.add(raw)
 }
 
-// carve appends raw to r.strs, which has room for it, and returns it as a string.
-func (r *recordReader) carve(raw []byte) string {
-	start := len(r.strs)
-	r.strs = append(r.strs, raw...)
-	return unsafe.String(&r.strs[start], len(raw))
+// stringArena carves strings out of one allocation. Its bytes are a strings.Builder's,
+// which allocates them without clearing them first (make([]byte) clears them: as much work
+// as copying a string in), and never changes a byte once written, so the strings carved stay
+// valid whatever is added after them.
+type stringArena struct{ b strings.Builder }
+
+// room is how many bytes can be added without another allocation.
+func (a *stringArena) room() int { return a.b.Cap() - a.b.Len() }
+
+// grow starts a new allocation of n bytes; the strings carved so far keep the old one.
+func (a *stringArena) grow(n int) {
+	a.b = strings.Builder{}
+	a.b.Grow(n)
+}
+
+// drop forgets the allocation, which belongs to the strings carved from it.
+func (a *stringArena) drop() { a.b = strings.Builder{} }
+
+// add copies p in and returns it as a string.
+func (a *stringArena) add(p []byte) string {
+	start := a.b.Len()
+	a.b.Write(p)
+	return a.b.String()[start:]
 }
 
 // putRest stores property name, which no field names, in the catch-all at base.

@@ -477,7 +477,7 @@ type recordReader struct {
 	// strs holds the strings of the struct decoded last, one allocation for all of them
 	// (and, in a scan, its RowKey and ETag): sized, at its first string, for the rest of the
 	// record and spare bytes. It is a struct's own, so keeping a struct keeps no other's.
-	strs  []byte
+	strs  stringArena
 	spare int // the bytes strs has beyond the record's: a scan's last RowKey and ETag
 }
 

@@ -94,12 +94,11 @@ func (g *typedGet) decode(record []byte) error {
 	}
 	if c.etag != noField {
 		r := g.r
-		if cap(r.strs)-len(r.strs) < maxETagLen {
-			r.strs = make([]byte, 0, maxETagLen)
+		if r.strs.room() < maxETagLen {
+			r.strs.grow(maxETagLen)
 		}
-		start := len(r.strs)
-		r.strs = wire.AppendETag(r.strs, ticks)
-		*(*ETag)(fieldAt(g.base, c.etag)) = ETag(unsafe.String(&r.strs[start], len(r.strs)-start))
+		var buf [maxETagLen]byte
+		*(*ETag)(fieldAt(g.base, c.etag)) = ETag(r.strs.add(wire.AppendETag(buf[:0], ticks)))
 	}
 	return nil
 }
@@ -117,7 +116,8 @@ func (t *Table) lookupAs(ctx context.Context, g *typedGet, pk, rk string) error 
 	if err == nil {
 		err = g.err
 	}
-	g.pk, g.rk, g.dirty, g.err, g.r.strs = "", "", false, nil, nil
+	g.pk, g.rk, g.dirty, g.err = "", "", false, nil
+	g.r.strs.drop()
 	return err
 }
 
@@ -141,7 +141,8 @@ type typedPage[T any] struct {
 
 func (p *typedPage[T]) reset() {
 	clear(p.items)
-	p.items, p.err, p.lastETag, p.r.strs = p.items[:0], nil, "", nil
+	p.items, p.err, p.lastETag = p.items[:0], nil, ""
+	p.r.strs.drop()
 }
 
 func (p *typedPage[T]) decode(record []byte, keep func(string) bool) (int64, error) {
@@ -184,16 +185,15 @@ func (p *typedPage[T]) take(pk, rk string, rkView bool, ticks int64) {
 			n += len(rk)
 		}
 		r := p.r
-		if cap(r.strs)-len(r.strs) < n {
-			r.strs = make([]byte, 0, n)
+		if r.strs.room() < n {
+			r.strs.grow(n)
 		}
 		if rkView && c.rk != noField {
-			rk = r.carve(unsafe.Slice(unsafe.StringData(rk), len(rk)))
+			rk = r.strs.add(unsafe.Slice(unsafe.StringData(rk), len(rk)))
 		}
 		r.spare = n // the next RowKey is likely as long
-		start := len(r.strs)
-		r.strs = p.etags.appendETag(r.strs, ticks)
-		etag = unsafe.String(&r.strs[start], len(r.strs)-start)
+		var buf [maxETagLen]byte
+		etag = r.strs.add(p.etags.appendETag(buf[:0], ticks))
 	}
 	p.lastTicks, p.lastETag = ticks, etag
 	c.setKeys(base, pk, rk)
