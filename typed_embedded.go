@@ -3,7 +3,6 @@ package tabula
 import (
 	"context"
 	"reflect"
-	"strings"
 	"time"
 	"unsafe"
 
@@ -159,45 +158,41 @@ func (p *typedPage[T]) decode(record []byte, keep func(string) bool) (int64, err
 }
 
 func (p *typedPage[T]) take(pk, rk string, rkView bool, ticks int64) {
-	c := p.r.c
+	c, r := p.r.c, p.r
 	base := unsafe.Pointer(&p.items[len(p.items)-1])
-	if c.etag == noField {
-		if rkView && c.rk != noField {
-			rk = strings.Clone(rk)
-		}
-		c.setSystem(base, pk, rk, ticks)
-		return
+	// The RowKey, when a view of the stored key, and the ETag are carved from the struct's
+	// own allocation for its strings when they fit in its spare bytes, else from one of their
+	// own: they live and die with the struct. A batch's entities share their Timestamp, and
+	// so their ETag.
+	copyRK := rkView && c.rk != noField
+	sharedETag := ticks == p.lastTicks && p.lastETag != ""
+	n := 0
+	if copyRK {
+		n = len(rk)
 	}
-	var etag string
-	switch {
-	case ticks == p.lastTicks && p.lastETag != "":
-		// A batch's entities share their Timestamp, and so their ETag.
-		etag = p.lastETag
-		if rkView && c.rk != noField {
-			rk = strings.Clone(rk)
+	if c.etag != noField {
+		r.spare = n + maxETagLen // the next RowKey is likely as long
+		if !sharedETag {
+			n += maxETagLen
 		}
-	default:
-		// The RowKey, when a view of the stored key, and the ETag share the allocation of
-		// the struct's strings when they fit in its spare bytes, else one of their own:
-		// they live and die with the struct.
-		n := maxETagLen
-		if rkView && c.rk != noField {
-			n += len(rk)
-		}
-		r := p.r
-		if r.strs.room() < n {
-			r.strs.grow(n)
-		}
-		if rkView && c.rk != noField {
-			rk = r.strs.add(unsafe.Slice(unsafe.StringData(rk), len(rk)))
-		}
-		r.spare = n // the next RowKey is likely as long
-		var buf [maxETagLen]byte
-		etag = r.strs.add(p.etags.appendETag(buf[:0], ticks))
 	}
-	p.lastTicks, p.lastETag = ticks, etag
+	if r.strs.room() < n {
+		r.strs.grow(n)
+	}
+	if copyRK {
+		rk = r.strs.add(unsafe.Slice(unsafe.StringData(rk), len(rk)))
+	}
 	c.setKeys(base, pk, rk)
-	c.setVersion(base, timeOfTicks(ticks), ETag(etag))
+	if c.timestamp != noField {
+		*(*time.Time)(fieldAt(base, c.timestamp)) = timeOfTicks(ticks)
+	}
+	if c.etag != noField {
+		if !sharedETag {
+			var buf [maxETagLen]byte
+			p.lastTicks, p.lastETag = ticks, r.strs.add(p.etags.appendETag(buf[:0], ticks))
+		}
+		*(*ETag)(fieldAt(base, c.etag)) = ETag(p.lastETag)
+	}
 }
 
 func (p *typedPage[T]) reverse() {
@@ -254,18 +249,6 @@ func queryRecordsAs[T any](ctx context.Context, src recordSource, c *structCodec
 			return
 		}
 		next = page.Continuation
-	}
-}
-
-// setSystem sets the system fields the struct at base has, from a stored version's ticks.
-// The ETag is made only for a struct that keeps it.
-func (c *structCodec) setSystem(base unsafe.Pointer, pk, rk string, ticks int64) {
-	c.setKeys(base, pk, rk)
-	if c.timestamp != noField {
-		*(*time.Time)(fieldAt(base, c.timestamp)) = timeOfTicks(ticks)
-	}
-	if c.etag != noField {
-		*(*ETag)(fieldAt(base, c.etag)) = etagOf(ticks)
 	}
 }
 
