@@ -13,25 +13,31 @@ import (
 // table the stored record is decoded straight into the T; on another TableAPI (package
 // remote) the entity Get returns is converted, as EntityAs does.
 func GetAs[T any](ctx context.Context, t TableAPI, partitionKey, rowKey string) (T, error) {
-	out := new(T)
+	var v T
 	c, err := codecOf[T]()
 	if err != nil {
-		return *out, err
+		return v, err
 	}
-	base := unsafe.Pointer(out)
 	if src, ok := t.(recordSource); ok {
-		err = src.lookupAs(ctx, c, base, partitionKey, rowKey)
+		// Decoded into the pooled get's T and copied out, so that the T is not allocated.
+		g, _ := c.gets.Get().(*typedGetOf[T])
+		if g == nil {
+			g = newTypedGet[T](c)
+		}
+		err = src.lookupAs(ctx, &g.typedGet, partitionKey, rowKey)
+		v, g.v = g.v, v
+		c.gets.Put(g)
 	} else {
 		var e Entity
 		if e, err = t.Get(ctx, partitionKey, rowKey); err == nil {
-			err = c.fill(base, &e)
+			err = c.fill(unsafe.Pointer(&v), &e)
 		}
 	}
 	if err != nil {
 		var zero T
 		return zero, err
 	}
-	return *out, nil
+	return v, nil
 }
 
 // InsertAs adds the entity v maps to, which must not exist yet (EntityAlreadyExists

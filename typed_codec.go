@@ -71,7 +71,7 @@ type structCodec struct {
 	// offsets of the system fields and the catch-all; noField when the struct has none.
 	pk, rk, timestamp, etag, rest uintptr
 	err                           error
-	// gets and pages pool the typedGets and typedPages of the type's reads.
+	// gets and pages pool the typedGetOfs and typedPages of the type's reads.
 	gets, pages sync.Pool
 }
 
@@ -184,11 +184,6 @@ func newStructCodec(typ reflect.Type) *structCodec {
 		return r
 	}
 	slices.SortFunc(c.fields, func(a, b structField) int { return strings.Compare(a.name, b.name) })
-	c.gets.New = func() any {
-		g := &typedGet{r: c.newRecordReader()}
-		g.sink = g.decode
-		return g
-	}
 	return c
 }
 
@@ -469,66 +464,23 @@ func (c *structCodec) put(base unsafe.Pointer, name string, v odata.Value, i int
 		return nil
 	}
 	if c.rest != noField {
-		rest := (*Properties)(fieldAt(base, c.rest))
-		if *rest == nil {
-			*rest = Properties{}
-		}
-		(*rest)[strings.Clone(name)] = propertyOf(v) // name may be a view of a record
+		c.putRest(base, name, v)
 	}
 	return nil
 }
 
-// recordReader decodes stored records into structs of one codec: a record's properties and
-// the codec's fields are both in name order, so each property's field is found by walking
-// forward. It is pooled per codec, its methods bound once, so that a read allocates only
-// what the struct keeps.
+// recordReader decodes stored records into structs of one codec (record_typed.go). It is
+// pooled per codec, so that a read allocates only what the struct keeps.
 type recordReader struct {
-	c    *structCodec
-	d    *recordDecoder
-	base unsafe.Pointer
-	next int // the field to look from
-	cur  int // the field of the property keep last accepted, or -1
-	sel  func(string) bool
-	err  error
-	// keep and visit are recordReader.accept and recordReader.store, bound once.
-	keep  func(string) bool
-	visit func(string, odata.Value)
+	c *structCodec
+	d *recordDecoder
+	// strs holds the strings of the struct decoded last, one allocation for all of them
+	// (and, in a scan, its RowKey and ETag): sized, at its first string, for the rest of the
+	// record and spare bytes. It is a struct's own, so keeping a struct keeps no other's.
+	strs  stringArena
+	spare int // the bytes strs has beyond the record's: a scan's last RowKey and ETag
 }
 
 func (c *structCodec) newRecordReader() *recordReader {
-	r := &recordReader{c: c, d: newRecordDecoder()}
-	r.d.nameViews = true // put copies a name it keeps
-	r.keep, r.visit = r.accept, r.store
-	return r
-}
-
-func (r *recordReader) accept(name string) bool {
-	if r.sel != nil && !r.sel(name) {
-		return false
-	}
-	r.cur = r.c.field(name, r.next)
-	if r.cur >= 0 {
-		r.next = r.cur + 1
-		return true
-	}
-	return r.c.rest != noField
-}
-
-func (r *recordReader) store(name string, v odata.Value) {
-	if r.err == nil {
-		r.err = r.c.put(r.base, name, v, r.cur)
-	}
-}
-
-// decode reads record into the zero struct at base, keeping only the properties sel accepts
-// (all when it is nil), and returns the record's Timestamp; the keys, Timestamp and ETag
-// are the caller's to set.
-func (r *recordReader) decode(record []byte, base unsafe.Pointer, sel func(string) bool) (int64, error) {
-	r.base, r.next, r.sel, r.err = base, 0, sel, nil
-	ticks, err := r.d.each(record, r.keep, r.visit)
-	if err == nil {
-		err = r.err
-	}
-	r.base, r.sel, r.err = nil, nil, nil
-	return ticks, err
+	return &recordReader{c: c, d: newRecordDecoder()}
 }

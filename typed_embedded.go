@@ -3,7 +3,6 @@ package tabula
 import (
 	"context"
 	"reflect"
-	"strings"
 	"time"
 	"unsafe"
 
@@ -17,8 +16,8 @@ import (
 
 // recordSource is what the embedded *Table offers the typed reads.
 type recordSource interface {
-	// lookupAs reads the entity of pk and rk into the zero struct of codec c at base.
-	lookupAs(ctx context.Context, c *structCodec, base unsafe.Pointer, pk, rk string) error
+	// lookupAs reads the entity of pk and rk into g's zero struct.
+	lookupAs(ctx context.Context, g *typedGet, pk, rk string) error
 	// prepareQuery prepares q as Table.Query does.
 	prepareQuery(q Query) (preparedQuery, error)
 	// pageTo runs one page, giving its entities to sink (see scanner.go).
@@ -47,8 +46,8 @@ type recordSink interface {
 
 func (t *Table) prepareQuery(q Query) (preparedQuery, error) { return t.db.prepare(t.ns, q) }
 
-// typedGet is the state of one typed point read, pooled per codec with its method bound
-// once.
+// typedGet is the state of one typed point read, pooled per codec (as a typedGetOf) with
+// its method bound once.
 type typedGet struct {
 	r      *recordReader
 	base   unsafe.Pointer
@@ -56,6 +55,21 @@ type typedGet struct {
 	dirty  bool                      // base holds an earlier attempt's decoding
 	err    error                     // a property that did not fit its field
 	sink   func(record []byte) error // typedGet.decode
+}
+
+// typedGetOf is a typedGet with the T it decodes into.
+type typedGetOf[T any] struct {
+	typedGet
+	v T
+}
+
+func newTypedGet[T any](c *structCodec) *typedGetOf[T] {
+	g := &typedGetOf[T]{typedGet: typedGet{r: c.newRecordReader()}}
+	g.base, g.sink = unsafe.Pointer(&g.v), g.decode
+	if c.etag != noField {
+		g.r.spare = maxETagLen // the ETag goes with the struct's strings
+	}
+	return g
 }
 
 func (g *typedGet) decode(record []byte) error {
@@ -73,16 +87,27 @@ func (g *typedGet) decode(record []byte) error {
 	if err != nil {
 		return err
 	}
-	c.setSystem(g.base, g.pk, g.rk, ticks)
+	c.setKeys(g.base, g.pk, g.rk)
+	if c.timestamp != noField {
+		*(*time.Time)(fieldAt(g.base, c.timestamp)) = timeOfTicks(ticks)
+	}
+	if c.etag != noField {
+		r := g.r
+		if r.strs.room() < maxETagLen {
+			r.strs.grow(maxETagLen)
+		}
+		var buf [maxETagLen]byte
+		*(*ETag)(fieldAt(g.base, c.etag)) = ETag(r.strs.add(wire.AppendETag(buf[:0], ticks)))
+	}
 	return nil
 }
 
-func (t *Table) lookupAs(ctx context.Context, c *structCodec, base unsafe.Pointer, pk, rk string) error {
+// lookupAs reads the entity of pk and rk into g's zero struct.
+func (t *Table) lookupAs(ctx context.Context, g *typedGet, pk, rk string) error {
 	if err := validateKeys(pk, rk); err != nil {
 		return err
 	}
-	g := c.gets.Get().(*typedGet)
-	g.base, g.pk, g.rk = base, pk, rk
+	g.pk, g.rk = pk, rk
 	op := getOpPool.Get().(*getOp)
 	op.sink = g.sink
 	err := t.lookup(ctx, op, pk, rk)
@@ -90,8 +115,8 @@ func (t *Table) lookupAs(ctx context.Context, c *structCodec, base unsafe.Pointe
 	if err == nil {
 		err = g.err
 	}
-	g.base, g.pk, g.rk, g.dirty, g.err = nil, "", "", false, nil
-	c.gets.Put(g)
+	g.pk, g.rk, g.dirty, g.err = "", "", false, nil
+	g.r.strs.drop()
 	return err
 }
 
@@ -106,11 +131,17 @@ type typedPage[T any] struct {
 	// store, which would take it for its own.
 	err   error
 	errAt int
+	// etags formats the page's ETags; lastETag is the one of the entity taken last, whose
+	// Timestamp was lastTicks.
+	etags     etagCache
+	lastTicks int64
+	lastETag  string
 }
 
 func (p *typedPage[T]) reset() {
 	clear(p.items)
-	p.items, p.err = p.items[:0], nil
+	p.items, p.err, p.lastETag = p.items[:0], nil, ""
+	p.r.strs.drop()
 }
 
 func (p *typedPage[T]) decode(record []byte, keep func(string) bool) (int64, error) {
@@ -127,22 +158,41 @@ func (p *typedPage[T]) decode(record []byte, keep func(string) bool) (int64, err
 }
 
 func (p *typedPage[T]) take(pk, rk string, rkView bool, ticks int64) {
-	c := p.r.c
+	c, r := p.r.c, p.r
 	base := unsafe.Pointer(&p.items[len(p.items)-1])
-	if rkView && c.rk != noField && c.etag != noField {
-		// The RowKey, a view of the stored key, and the ETag share one allocation, as in
-		// scanRecord.entity: they live and die with the struct.
-		buf := make([]byte, 0, len(rk)+maxETagLen)
-		buf = wire.AppendETag(append(buf, rk...), ticks)
-		etag := unsafe.String(unsafe.SliceData(buf[len(rk):]), len(buf)-len(rk))
-		c.setKeys(base, pk, unsafe.String(unsafe.SliceData(buf), len(rk)))
-		c.setVersion(base, timeOfTicks(ticks), ETag(etag))
-		return
+	// The RowKey, when a view of the stored key, and the ETag are carved from the struct's
+	// own allocation for its strings when they fit in its spare bytes, else from one of their
+	// own: they live and die with the struct. A batch's entities share their Timestamp, and
+	// so their ETag.
+	copyRK := rkView && c.rk != noField
+	sharedETag := ticks == p.lastTicks && p.lastETag != ""
+	n := 0
+	if copyRK {
+		n = len(rk)
 	}
-	if rkView && c.rk != noField {
-		rk = strings.Clone(rk)
+	if c.etag != noField {
+		r.spare = n + maxETagLen // the next RowKey is likely as long
+		if !sharedETag {
+			n += maxETagLen
+		}
 	}
-	c.setSystem(base, pk, rk, ticks)
+	if r.strs.room() < n {
+		r.strs.grow(n)
+	}
+	if copyRK {
+		rk = r.strs.add(unsafe.Slice(unsafe.StringData(rk), len(rk)))
+	}
+	c.setKeys(base, pk, rk)
+	if c.timestamp != noField {
+		*(*time.Time)(fieldAt(base, c.timestamp)) = timeOfTicks(ticks)
+	}
+	if c.etag != noField {
+		if !sharedETag {
+			var buf [maxETagLen]byte
+			p.lastTicks, p.lastETag = ticks, r.strs.add(p.etags.appendETag(buf[:0], ticks))
+		}
+		*(*ETag)(fieldAt(base, c.etag)) = ETag(p.lastETag)
+	}
 }
 
 func (p *typedPage[T]) reverse() {
@@ -167,7 +217,7 @@ func queryRecordsAs[T any](ctx context.Context, src recordSource, c *structCodec
 	// mapping: growing the slice again for every query cost more than the structs' strings.
 	sink, _ := c.pages.Get().(*typedPage[T])
 	if sink == nil {
-		sink = &typedPage[T]{r: c.newRecordReader()}
+		sink = &typedPage[T]{r: c.newRecordReader(), etags: etagCache{second: -1}}
 	}
 	defer func() {
 		sink.reset()
@@ -199,18 +249,6 @@ func queryRecordsAs[T any](ctx context.Context, src recordSource, c *structCodec
 			return
 		}
 		next = page.Continuation
-	}
-}
-
-// setSystem sets the system fields the struct at base has, from a stored version's ticks.
-// The ETag is made only for a struct that keeps it.
-func (c *structCodec) setSystem(base unsafe.Pointer, pk, rk string, ticks int64) {
-	c.setKeys(base, pk, rk)
-	if c.timestamp != noField {
-		*(*time.Time)(fieldAt(base, c.timestamp)) = timeOfTicks(ticks)
-	}
-	if c.etag != noField {
-		*(*ETag)(fieldAt(base, c.etag)) = etagOf(ticks)
 	}
 }
 

@@ -106,6 +106,12 @@ var cases = []struct {
 	{"CountExists", testCountExists},
 	{"DeletePartition", testDeletePartition},
 	{"SubmitBulk", testSubmitBulk},
+	// Go structs as entities (tabula.GetAs, InsertAs, QueryAs…), on top of the calls above.
+	{"TypedRoundTrip", testTypedRoundTrip},
+	{"TypedWrites", testTypedWrites},
+	{"TypedRules", testTypedRules},
+	{"TypedMisfit", testTypedMisfit},
+	{"TypedPagingAndTransactions", testTypedPagingAndTransactions},
 	// Where the Table service and Cosmos DB for Table differ (tabula.Flavor).
 	{"FlavorRules", testFlavorRules},
 }
