@@ -160,10 +160,6 @@ type recordDecoder struct {
 	// while those bytes are, for a filter to read before anything is built (see
 	// scanner.decodeRecord, which copies what it keeps).
 	views bool
-	// nameViews makes names views of the record's bytes rather than interned strings, for a
-	// reader that only compares them while the bytes are valid (the typed reads, which copy
-	// a name they keep).
-	nameViews bool
 	// props is where decode puts properties, through put (recordDecoder.putProp, bound
 	// once): a closure per decode would be an allocation per read.
 	props Properties
@@ -293,9 +289,6 @@ func (d *recordDecoder) name() (string, error) {
 	raw, err := d.bytes(mpFixStr)
 	if err != nil {
 		return "", err
-	}
-	if d.nameViews {
-		return unsafe.String(unsafe.SliceData(raw), len(raw)), nil
 	}
 	if s, ok := d.names[string(raw)]; ok {
 		return s, nil
