@@ -80,7 +80,17 @@ type loader struct {
 	batch    []stagedEntity
 	size     int
 	props    map[string][]byte // namespaces' service properties, by namespace
+
+	// load writes the table being read straight into the store (ImportOptions.Exclusive),
+	// nil when its entities go through bulk; noLoad says the store refused one.
+	load   *storage.Load
+	noLoad bool
 }
+
+// loadFrom is how many entities of a table, in key order, an exclusive import writes
+// through the Bulk before it loads the rest directly (storage.Load): starting a direct load
+// writes the store's memtables out, which costs more than a small table gains.
+var loadFrom int64 = 16_384 // a variable for the tests
 
 // stagedTable is a table of the file written into a table ID that no catalog entry names
 // yet, with a drop marker, so that a crash before it is published drops it.
@@ -93,6 +103,7 @@ type stagedTable struct {
 	done     bool // its end line was read
 	maxTicks int64
 	maxKey   []byte // the greatest key staged
+	unsorted bool   // an entity came before one read earlier (see loader.startLoad)
 	target   uint64 // the ID of the table of its name when the import began, 0 for none
 	// replaces is the open table of its name at publishing, locked; nil for a new table.
 	replaces *openTable
@@ -208,20 +219,25 @@ func (l *loader) entity(rec *wire.Record) error {
 		}
 		return importError(rec.Line, rec.Path, err)
 	}
-	ticks := ticksOf(rec.Entity.Timestamp)
-	if !l.opts.KeepTimestamps || rec.Entity.Timestamp.IsZero() {
-		if ticks, err = l.db.stamp(); err != nil {
-			return err
-		}
-	}
 	t := l.cur
-	t.maxTicks = max(t.maxTicks, ticks)
 	key := entityKey(t.id, e.PartitionKey, e.RowKey)
 	// A key after every key before it cannot be a repeat; only the others are looked up.
 	check := t.maxKey != nil && bytes.Compare(key, t.maxKey) <= 0
 	if !check {
 		t.maxKey = append(t.maxKey[:0], key...)
+	} else {
+		t.unsorted = true
+		if err := l.endLoad(); err != nil { // a direct load takes keys in order only
+			return err
+		}
 	}
+	ticks := ticksOf(rec.Entity.Timestamp)
+	if !l.opts.KeepTimestamps || rec.Entity.Timestamp.IsZero() {
+		if ticks, err = l.stamp(); err != nil {
+			return err
+		}
+	}
+	t.maxTicks = max(t.maxTicks, ticks)
 	se := stagedEntity{key: key, record: encodeRecord(ticks, e.Properties, names), line: rec.Line, path: rec.Path,
 		pk: e.PartitionKey, rk: e.RowKey, check: check}
 	if t.target != 0 && l.opts.Existing == ExistingMerge {
@@ -233,6 +249,9 @@ func (l *loader) entity(rec *wire.Record) error {
 	l.p.TableEntities++
 	if len(l.batch) >= importBatchEntities || l.size >= importBatchBytes {
 		if err := l.flush(); err != nil {
+			return err
+		}
+		if err := l.startLoad(); err != nil {
 			return err
 		}
 	}
@@ -248,6 +267,9 @@ func (l *loader) endTable() error {
 		return nil
 	}
 	if err := l.flush(); err != nil {
+		return err
+	}
+	if err := l.endLoad(); err != nil {
 		return err
 	}
 	if err := l.bulk.Flush(); err != nil {
@@ -272,6 +294,14 @@ func (l *loader) flush() error {
 	if err := l.ctx.Err(); err != nil {
 		return err
 	}
+	if l.load != nil { // keys in order, into a table new or replaced: nothing to screen
+		for i := range l.batch {
+			if err := l.load.Set(l.batch[i].key, l.batch[i].record); err != nil {
+				return storageError(err)
+			}
+		}
+		return nil
+	}
 	checks := slices.ContainsFunc(l.batch, func(e stagedEntity) bool { return e.check })
 	if checks || l.cur.target != 0 && l.opts.Existing != ExistingReplace {
 		if err := l.screen(checks); err != nil {
@@ -291,6 +321,10 @@ func (l *loader) flush() error {
 // fail ends a failed import: what was staged is dropped, except, under BestEffort, the
 // whole tables read before the failure, which are published.
 func (l *loader) fail(err error) (Progress, error) {
+	if l.load != nil {
+		l.load.Cancel()
+		l.load = nil
+	}
 	l.bulk.Cancel()
 	var whole []*stagedTable
 	for _, t := range l.staged {
@@ -306,6 +340,102 @@ func (l *loader) fail(err error) (Progress, error) {
 		}
 	}
 	return l.p, err
+}
+
+// startLoad starts loading the table being read directly (see ImportOptions.Exclusive),
+// once it has shown loadFrom entities in key order, if the import may and the store takes
+// it. The Timestamps of the load are reserved first: nothing may be written meanwhile.
+func (l *loader) startLoad() error {
+	t := l.cur
+	if l.load != nil || l.noLoad || !l.opts.Exclusive || t == nil || t.unsorted || l.p.TableEntities < loadFrom ||
+		t.target != 0 && l.opts.Existing != ExistingReplace {
+		return nil
+	}
+	if err := l.bulk.Flush(); err != nil {
+		return storageError(err)
+	}
+	if err := l.db.reserveTicks(); err != nil {
+		return err
+	}
+	load, err := l.db.store.NewLoad()
+	if errors.Is(err, storage.ErrNoLoad) {
+		l.noLoad = true
+		return nil
+	}
+	if err != nil {
+		return storageError(err)
+	}
+	l.load = load
+	if loadStarted != nil {
+		loadStarted()
+	}
+	return nil
+}
+
+// loadStarted, when set (by tests), is called as each direct load starts.
+var loadStarted func()
+
+// endLoad writes what the batch holds into the direct load under way, if any, and ends it:
+// the store takes other uses again.
+func (l *loader) endLoad() error {
+	if l.load == nil {
+		return nil
+	}
+	err := l.flush()
+	if err == nil {
+		err = storageError(l.load.Finish())
+	} else {
+		l.load.Cancel()
+	}
+	l.load = nil
+	return err
+}
+
+// stamp is the next Timestamp of an imported entity: during a direct load one of those
+// reserved before it (see reserveTicks), when they last, so that nothing is written.
+func (l *loader) stamp() (int64, error) {
+	if l.load != nil {
+		if ticks, ok := l.db.leaseTick(); ok {
+			return ticks, nil
+		}
+		if err := l.endLoad(); err != nil {
+			return 0, err
+		}
+	}
+	return l.db.stamp()
+}
+
+// reserveTicks stores a reservation of Timestamps reserveAhead past now, for a direct load to
+// hand out without writing (see leaseTick). The load's Timestamps then run from now on, a
+// tick apart, whatever time its entities take to load.
+func (db *DB) reserveTicks() error {
+	db.stampMu.Lock()
+	defer db.stampMu.Unlock()
+	t := max(ticksOf(db.clock()), db.lastTicks+1)
+	reserve := t + reserveAhead
+	if err := db.store.UpdateNow(func(tx *storage.Txn) error {
+		return tx.Set(clockKey, clockRecord(reserve, clockReserved))
+	}); err != nil {
+		return storageError(err)
+	}
+	db.reservedTicks, db.clockSaved = reserve, false
+	db.lastTicks = t - 1
+	return nil
+}
+
+// leaseTick hands out the Timestamp after the last one handed out, if the stored
+// reservation covers it, without writing; it does not wait for a stamp under way, which
+// may be waiting for the store a direct load holds.
+func (db *DB) leaseTick() (int64, bool) {
+	if !db.stampMu.TryLock() {
+		return 0, false
+	}
+	defer db.stampMu.Unlock()
+	if db.lastTicks >= db.reservedTicks {
+		return 0, false
+	}
+	db.lastTicks++
+	return db.lastTicks, true
 }
 
 // screen looks up the batch's entities that need it: those that may be in the file twice

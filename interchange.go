@@ -102,6 +102,16 @@ type ImportOptions struct {
 	// Progress.Skipped) rather than stopping; and when the file is cut short or breaks its
 	// grammar, the tables read whole before the defect are still imported.
 	BestEffort bool
+	// Exclusive says nothing else uses the DB while DB.Import runs: it was opened for the
+	// import (tabula import --data, tabula serve --import before it listens, a new database
+	// filled with fixtures). A table of the file that is new, or replaced (ExistingReplace),
+	// and whose entities come in key order (as exports write them) is then written straight
+	// into the bottom of the store, each byte once, after its first few thousand entities:
+	// several times faster on disk (BENCHMARKS.md, "Export and import"). Meanwhile every
+	// other use of the DB waits, so Progress must not use it. A table out of key order, a
+	// database in memory or already larger than a few of its memtables take the ordinary
+	// way; the guarantees are the same either way.
+	Exclusive bool
 	// Progress, when set, is called after each table and every ProgressEvery entities.
 	// An error it returns stops the import.
 	Progress func(Progress) error

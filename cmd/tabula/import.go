@@ -138,6 +138,8 @@ func importFile(ctx context.Context, d *dataFlags, opts *tabula.ImportOptions, f
 				undo()
 			}
 		}()
+		// The command opened the database for the import alone.
+		opts.Exclusive = true
 		opts.Progress = func(p tabula.Progress) error { m.show(p, false); return nil }
 		p, err = db.Import(ctx, r, opts)
 		if err == nil {
@@ -188,7 +190,8 @@ func importAtStart(ctx context.Context, db *tabula.DB, file string, accounts []s
 	if err != nil {
 		return tabula.Progress{}, err
 	}
-	opts := &tabula.ImportOptions{Existing: tabula.ExistingReplace, KeepTimestamps: true, Namespaces: map[string]string{}}
+	// Nothing is served before the import ends: it has the database to itself.
+	opts := &tabula.ImportOptions{Existing: tabula.ExistingReplace, KeepTimestamps: true, Namespaces: map[string]string{}, Exclusive: true}
 	for account, ns := range assigned {
 		opts.Namespaces[account] = ns.Name()
 	}
