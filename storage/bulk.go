@@ -232,11 +232,20 @@ func (b *Bulk) applyMem() error {
 type Load struct {
 	d       *DB
 	sw      *badger.StreamWriter
-	buf     *z.Buffer
+	buf     *z.Buffer // the writes being gathered
 	kv      pb.KV
 	version uint64 // of every key written: after every one the store holds
 	last    []byte // the last key given
 	ended   bool
+
+	// Badger's StreamWriter decodes and copies what it is given before its own goroutine
+	// builds tables from it; a goroutine of the Load's hands it the chunks (full) while
+	// Set gathers the next one in a spare buffer, so that the caller's work and that
+	// decoding overlap on two cores.
+	full, spare chan *z.Buffer
+	written     chan struct{} // closed when the goroutine has handed its last chunk
+	mu          sync.Mutex
+	err         error // the first failed hand-over's
 }
 
 // ErrNoLoad is NewLoad's refusal when the store cannot be loaded that way, or not cheaply:
@@ -315,7 +324,11 @@ func (d *DB) NewLoad() (*Load, error) {
 	version := txn.ReadTs() + 1
 	txn.Discard()
 	held = false
-	return &Load{d: d, sw: sw, buf: z.NewBuffer(loadChunk+loadChunk/8, "storage.Load"), version: version}, nil
+	l := &Load{d: d, sw: sw, buf: newLoadBuffer(), version: version,
+		full: make(chan *z.Buffer, 1), spare: make(chan *z.Buffer, 1), written: make(chan struct{})}
+	l.spare <- newLoadBuffer()
+	go l.hand()
+	return l, nil
 }
 
 // reopen closes Badger and opens it again with bo; d.mu is locked. When it cannot open it,
@@ -335,6 +348,8 @@ func (d *DB) reopen(bo badger.Options) error {
 	return nil
 }
 
+func newLoadBuffer() *z.Buffer { return z.NewBuffer(loadChunk+loadChunk/8, "storage.Load") }
+
 // Set writes value under key, which must be after the key before (ErrUnsorted otherwise).
 // The slices may change once it returns.
 func (l *Load) Set(key, value []byte) error {
@@ -346,33 +361,60 @@ func (l *Load) Set(key, value []byte) error {
 	badger.KVToBuffer(&l.kv, l.buf)
 	l.kv.Key, l.kv.Value = nil, nil
 	if l.buf.LenNoPadding() >= loadChunk {
-		return l.write()
+		return l.send()
 	}
 	return nil
 }
 
-// write hands the gathered writes to Badger, if the disk has room for them.
-func (l *Load) write() error {
+// send hands the chunk gathered to the goroutine, and takes a spare buffer for the next.
+func (l *Load) send() error {
+	if err := l.failed(); err != nil {
+		return err
+	}
 	if l.buf.LenNoPadding() == 0 {
 		return nil
 	}
-	defer l.buf.Reset()
-	if err := l.d.space.full(); err != nil {
-		return l.d.space.refuse(err)
-	}
-	if err := l.sw.Write(l.buf); err != nil {
-		return l.d.failDisk(fmt.Errorf("storage: load: %w", err))
-	}
+	l.full <- l.buf
+	l.buf = <-l.spare
 	return nil
+}
+
+// hand gives Badger each chunk sent, if the disk has room for it, until the first failure,
+// and gives the buffers back.
+func (l *Load) hand() {
+	defer close(l.written)
+	for buf := range l.full {
+		if l.failed() == nil {
+			err := l.d.space.full()
+			if err != nil {
+				err = l.d.space.refuse(err)
+			} else if err = l.sw.Write(buf); err != nil {
+				err = l.d.failDisk(fmt.Errorf("storage: load: %w", err))
+			}
+			if err != nil {
+				l.mu.Lock()
+				l.err = err
+				l.mu.Unlock()
+			}
+		}
+		buf.Reset()
+		l.spare <- buf
+	}
+}
+
+func (l *Load) failed() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
 }
 
 // Finish writes what Set gave, syncs it, and ends the load: the keys are visible and
 // durable, and the store takes its other uses again.
 func (l *Load) Finish() error {
 	if l.ended {
-		return nil
+		return l.failed()
 	}
-	err := l.write()
+	err := l.send()
 	return errors.Join(err, l.end(err == nil))
 }
 
@@ -390,12 +432,15 @@ func (l *Load) Cancel() {
 func (l *Load) end(keep bool) error {
 	l.ended = true
 	defer l.d.mu.Unlock()
-	defer l.buf.Release()
+	close(l.full)
+	<-l.written
+	l.buf.Release()
+	(<-l.spare).Release()
 	if err := l.sw.Flush(); err != nil {
 		return l.d.failDisk(fmt.Errorf("storage: load: %w", err))
 	}
-	if !keep {
-		return nil
+	if err := l.failed(); err != nil || !keep {
+		return err
 	}
 	// The table files are synced as Badger writes them; values too large for the tree went
 	// to the value log, which nothing has synced.
