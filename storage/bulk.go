@@ -253,8 +253,8 @@ type Load struct {
 // its levels into one before it streams; see loadMaxTree). A Bulk does the same job.
 var ErrNoLoad = errors.New("storage: the store does not take a direct load; use a Bulk")
 
-// ErrUnsorted is Load.Set's refusal of a key not after the one before.
-var ErrUnsorted = errors.New("storage: load: keys out of order")
+// errUnsorted is Load.Set's refusal of a key not after the one before.
+var errUnsorted = errors.New("storage: load: keys out of order")
 
 // loadChunk is how many bytes of writes a Load gathers before it hands them to Badger; the
 // table being built holds at most a table's worth more.
@@ -350,11 +350,11 @@ func (d *DB) reopen(bo badger.Options) error {
 
 func newLoadBuffer() *z.Buffer { return z.NewBuffer(loadChunk+loadChunk/8, "storage.Load") }
 
-// Set writes value under key, which must be after the key before (ErrUnsorted otherwise).
+// Set writes value under key, which must be after the key before (errUnsorted otherwise).
 // The slices may change once it returns.
 func (l *Load) Set(key, value []byte) error {
 	if l.last != nil && bytes.Compare(key, l.last) <= 0 {
-		return ErrUnsorted
+		return errUnsorted
 	}
 	l.last = append(l.last[:0], key...)
 	l.kv.Key, l.kv.Value, l.kv.Version = key, value, l.version

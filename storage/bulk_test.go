@@ -176,7 +176,7 @@ func TestLoad(t *testing.T) {
 	for i := range n {
 		require.NoError(t, l.Set(bulkKey(i), append(bytes.Clone(value), byte(i%256))))
 	}
-	require.ErrorIs(t, l.Set(bulkKey(n-1), value), ErrUnsorted)
+	require.ErrorIs(t, l.Set(bulkKey(n-1), value), errUnsorted)
 	require.NoError(t, l.Finish())
 	require.NoError(t, d.Update(func(tx *Txn) error { return tx.Set([]byte("after"), []byte("y")) }))
 	check := func(d *DB) {
