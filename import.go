@@ -265,6 +265,9 @@ func (l *loader) entity(rec *wire.Record) error {
 		}
 		return importError(rec.Line, rec.Path, err)
 	}
+	if !l.wants(&e) {
+		return nil
+	}
 	t := l.cur
 	key := entityKey(t.id, e.PartitionKey, e.RowKey)
 	// A key after every key before it cannot be a repeat; only the others are looked up.

@@ -166,3 +166,32 @@ func TestImportExclusiveReplace(t *testing.T) {
 		assert.Equal(t, int64(1), loads.Load())
 	}
 }
+
+// Filter keeps the entities it matches, as the file has them, in DB.Import, ImportService
+// and CheckImport alike; a Filter that does not parse is refused before anything is read.
+func TestImportFilter(t *testing.T) {
+	ctx := context.Background()
+	file := remoteFile(1200) // N is i, PartitionKey p0 to p2
+	opts := &ImportOptions{Filter: "N lt 100 or PartitionKey eq 'p2' and Timestamp lt datetime'2024-01-03T00:00:00Z'"}
+	const want = 100 + 200
+	p, err := CheckImport(ctx, strings.NewReader(file), opts)
+	require.NoError(t, err)
+	assert.Equal(t, int64(want), p.Entities)
+
+	db := openStore(t, nil)
+	p, err = db.Import(ctx, strings.NewReader(file), opts)
+	require.NoError(t, err)
+	assert.Equal(t, int64(want), p.Entities)
+	assert.Equal(t, want, countAll(t, db.Table("Things")))
+	_, err = db.Table("Things").Get(ctx, "p0", "00100")
+	assert.ErrorIs(t, err, ErrResourceNotFound)
+
+	other := openStore(t, nil)
+	p, err = ImportService(ctx, asRemote{ServiceAPI: Embedded(other)}, strings.NewReader(file), opts)
+	require.NoError(t, err)
+	assert.Equal(t, int64(want), p.Entities)
+	assert.Equal(t, want, countAll(t, other.Table("Things")))
+
+	_, err = db.Import(ctx, strings.NewReader("not read"), &ImportOptions{Filter: "N lt"})
+	assert.ErrorIs(t, err, ErrInvalidInput)
+}

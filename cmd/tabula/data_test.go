@@ -379,3 +379,34 @@ func TestServeImportFixture(t *testing.T) {
 	assertFixtureOrder(t, e.Properties)
 	r.shutdown(t)
 }
+
+// --filter imports (and --check counts) only the entities it selects; a filter that does
+// not parse is named by its flag.
+func TestCLIImportFilter(t *testing.T) {
+	ctx := context.Background()
+	file := filepath.Join(t.TempDir(), "all.jsonl")
+	_, errs, code := runCLI(t, "export", "--data", seedDir(t), file)
+	require.Equal(t, 0, code, errs)
+	out, errs, code := runCLI(t, "import", "--check", "--filter", "PartitionKey eq '1' and N ge 10995116277760L", file)
+	require.Equal(t, 0, code, errs)
+	assert.Equal(t, "Checked 6 tables, 42 entities\n", out) // 7 of each table's 40
+
+	dir := filepath.Join(t.TempDir(), "db")
+	out, errs, code = runCLI(t, "import", "--data", dir, "--progress", "off", "--filter", "PartitionKey eq '1' and N ge 10995116277760L", file)
+	require.Equal(t, 0, code, errs)
+	assert.Equal(t, "Imported 6 tables, 42 entities\n", out)
+	db, err := tabula.Open(dir, nil)
+	require.NoError(t, err)
+	defer db.Close()
+	n := 0
+	for e, err := range db.Table("Alpha").QueryAll(ctx, tabula.Query{}) {
+		require.NoError(t, err)
+		assert.Equal(t, "1", e.PartitionKey)
+		n++
+	}
+	assert.Equal(t, 7, n)
+
+	_, errs, code = runCLI(t, "import", "--check", "--filter", "PartitionKey eq", file)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errs, "tabula import: --filter: syntax error")
+}
