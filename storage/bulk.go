@@ -249,8 +249,9 @@ type Load struct {
 }
 
 // ErrNoLoad is NewLoad's refusal when the store cannot be loaded that way, or not cheaply:
-// it is in memory, open read-only, or holds more than a few tables already (Badger merges
-// its levels into one before it streams; see loadMaxTree). A Bulk does the same job.
+// it is in memory, open read-only, opened with SyncWrites (whose value-log collection runs
+// beside), or holds more than a few tables already (Badger merges its levels into one
+// before it streams; see loadMaxTree). A Bulk does the same job.
 var ErrNoLoad = errors.New("storage: the store does not take a direct load; use a Bulk")
 
 // errUnsorted is Load.Set's refusal of a key not after the one before.
@@ -269,7 +270,10 @@ func loadMaxTree(bo badger.Options) int64 { return 8 * bo.MemTableSize }
 // NewLoad starts a direct load (see Load), or refuses with ErrNoLoad. It waits for the uses
 // of the store under way to end.
 func (d *DB) NewLoad() (*Load, error) {
-	if d.mem != nil || d.damaged != nil || d.space.readOnly.Load() != nil {
+	// A store with SyncWrites collects value-log garbage in the background, with a pass that
+	// holds an iterator of the Badger instance across a moment with no lock held
+	// (collectGarbage): the reopen below would close it under the pass's feet.
+	if d.mem != nil || d.damaged != nil || d.space.readOnly.Load() != nil || d.stopGC != nil {
 		return nil, ErrNoLoad
 	}
 	if err := d.refuseFailed(); err != nil {

@@ -239,3 +239,13 @@ func TestLoadInMemory(t *testing.T) {
 	_, err = d.NewLoad()
 	require.ErrorIs(t, err, ErrNoLoad)
 }
+
+// A store opened with SyncWrites collects value-log garbage beside its writes, which a
+// load's reopening would pull the store from under: it takes a Bulk instead.
+func TestLoadSyncWrites(t *testing.T) {
+	d, err := Open(Options{Dir: t.TempDir(), SyncWrites: true})
+	require.NoError(t, err)
+	defer d.Close()
+	_, err = d.NewLoad()
+	require.ErrorIs(t, err, ErrNoLoad)
+}
