@@ -87,10 +87,13 @@ type loader struct {
 	noLoad bool
 }
 
-// loadFrom is how many entities of a table, in key order, an exclusive import writes
-// through the Bulk before it loads the rest directly (storage.Load): starting a direct load
-// writes the store's memtables out, which costs more than a small table gains.
-var loadFrom int64 = 16_384 // a variable for the tests
+// loadFrom and loadFromBytes are how many entities, or bytes of them, of a table in key
+// order an exclusive import gathers before it loads the table directly (storage.Load):
+// starting a direct load costs about 0.1 s (the store is closed and opened again, twice),
+// more than a smaller table gains. A smaller table goes through the Bulk.
+var loadFrom int64 = 32_768 // a variable for the tests
+
+const loadFromBytes = 32 << 20
 
 // stagedTable is a table of the file written into a table ID that no catalog entry names
 // yet, with a drop marker, so that a crash before it is published drops it.
@@ -297,10 +300,7 @@ func (l *loader) entity(rec *wire.Record) error {
 	l.p.Entities++
 	l.p.TableEntities++
 	if len(l.batch) >= importBatchEntities || l.size >= importBatchBytes {
-		if err := l.flush(); err != nil {
-			return err
-		}
-		if err := l.startLoad(); err != nil {
+		if err := l.flushOrLoad(); err != nil {
 			return err
 		}
 	}
@@ -391,15 +391,32 @@ func (l *loader) fail(err error) (Progress, error) {
 	return l.p, err
 }
 
-// startLoad starts loading the table being read directly (see ImportOptions.Exclusive),
-// once it has shown loadFrom entities in key order, if the import may and the store takes
-// it. The Timestamps of the load are reserved first: nothing may be written meanwhile.
-func (l *loader) startLoad() error {
-	t := l.cur
-	if l.load != nil || l.noLoad || !l.opts.Exclusive || t == nil || t.unsorted || l.p.TableEntities < loadFrom ||
-		t.target != 0 && l.opts.Existing != ExistingReplace {
-		return nil
+// flushOrLoad stages a full batch. In a table that may be loaded directly, it lets the
+// batch grow until the table shows it is large enough (loadFrom, loadFromBytes), then
+// starts the load, and the batch goes into it: the table's first entities are then not in
+// the store's memtables, which the load must write out first.
+func (l *loader) flushOrLoad() error {
+	if l.load == nil && l.mayLoad() {
+		if l.p.TableEntities < loadFrom && l.size < loadFromBytes {
+			return nil
+		}
+		if err := l.startLoad(); err != nil {
+			return err
+		}
 	}
+	return l.flush()
+}
+
+// mayLoad says whether the table being read may be loaded directly (see
+// ImportOptions.Exclusive): in key order so far, new or replaced, the store not refusing.
+func (l *loader) mayLoad() bool {
+	t := l.cur
+	return l.opts.Exclusive && !l.noLoad && t != nil && !t.unsorted && (t.target == 0 || l.opts.Existing == ExistingReplace)
+}
+
+// startLoad starts loading the table being read directly, if the store takes it. The
+// Timestamps of the load are reserved first: nothing may be written meanwhile.
+func (l *loader) startLoad() error {
 	if err := l.bulk.Flush(); err != nil {
 		return storageError(err)
 	}
