@@ -106,7 +106,7 @@ type stagedTable struct {
 	done     bool // its end line was read
 	maxTicks int64
 	maxKey   []byte // the greatest key staged
-	unsorted bool   // an entity came before one read earlier (see loader.startLoad)
+	unsorted bool   // an entity came before one read earlier (see loader.mayLoad)
 	target   uint64 // the ID of the table of its name when the import began, 0 for none
 	// replaces is the open table of its name at publishing, locked; nil for a new table.
 	replaces *openTable

@@ -110,12 +110,13 @@ type ImportOptions struct {
 	// Exclusive says nothing else uses the DB while DB.Import runs: it was opened for the
 	// import (tabula import --data, tabula serve --import before it listens, a new database
 	// filled with fixtures). A table of the file that is new, or replaced (ExistingReplace),
-	// and whose entities come in key order (as exports write them) is then written straight
-	// into the bottom of the store, each byte once, after its first few thousand entities:
-	// several times faster on disk (BENCHMARKS.md, "Export and import"). Meanwhile every
-	// other use of the DB waits, so Progress must not use it. A table out of key order, a
-	// database in memory or already larger than a few of its memtables take the ordinary
-	// way; the guarantees are the same either way.
+	// whose entities come in key order (as exports write them) and that is large (32,768
+	// entities or 32 MiB) is then written straight into the bottom of the store, each byte
+	// once: on disk at less than half the CPU of the ordinary way (BENCHMARKS.md, "Export
+	// and import"). Meanwhile every other use of the DB waits, so Progress must not use it.
+	// The rest of a table out of key order, a database in memory, opened with SyncWrites or
+	// already larger than a few of its memtables take the ordinary way; the guarantees are
+	// the same either way.
 	Exclusive bool
 	// Progress, when set, is called after each table and every ProgressEvery entities.
 	// An error it returns stops the import.
