@@ -410,3 +410,44 @@ func TestCLIImportFilter(t *testing.T) {
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errs, "tabula import: --filter: syntax error")
 }
+
+// tabula import --data loads a table large enough and in key order directly into the
+// store (ImportOptions.Exclusive): every entity is there, the database checks out, and a
+// repeat far into the file is still refused, leaving no directory behind.
+func TestCLIImportLargeTable(t *testing.T) {
+	ctx := context.Background()
+	const n = 40_000 // past the 32,768 entities a direct load starts from
+	var b bytes.Buffer
+	b.WriteString(`{"@tabula":"export","version":1}` + "\n" + `{"@tabula":"table","account":"","table":"Big"}` + "\n")
+	for i := range n {
+		fmt.Fprintf(&b, `{"PartitionKey":"p%03d","RowKey":"r%06d","Timestamp":"2024-01-02T03:04:05Z","N":%d}`+"\n", i/1000, i, i)
+	}
+	fmt.Fprintf(&b, `{"@tabula":"end","account":"","table":"Big","entities":%d}`+"\n"+`{"@tabula":"eof","tables":1,"entities":%d}`+"\n", n, n)
+	file := filepath.Join(t.TempDir(), "big.jsonl")
+	require.NoError(t, os.WriteFile(file, b.Bytes(), 0o600))
+
+	dir := filepath.Join(t.TempDir(), "db")
+	out, errs, code := runCLI(t, "import", "--data", dir, "--progress", "off", file)
+	require.Equal(t, 0, code, errs)
+	assert.Equal(t, "Imported 1 table, 40000 entities\n", out)
+	db, err := tabula.Open(dir, nil)
+	require.NoError(t, err)
+	require.NoError(t, db.Check(ctx))
+	got, err := tabula.Count(ctx, db.Table("Big"), "")
+	require.NoError(t, err)
+	assert.Equal(t, int64(n), got)
+	e, err := db.Table("Big").Get(ctx, "p039", "r039999")
+	require.NoError(t, err)
+	assert.Equal(t, tabula.Int32(n-1), e.Properties["N"])
+	require.NoError(t, db.Close())
+
+	repeat := bytes.Replace(b.Bytes(), []byte(`"RowKey":"r039999"`), []byte(`"RowKey":"r000005"`), 1)
+	repeat = bytes.Replace(repeat, []byte(`"PartitionKey":"p039","RowKey":"r000005"`), []byte(`"PartitionKey":"p000","RowKey":"r000005"`), 1)
+	require.NoError(t, os.WriteFile(file, repeat, 0o600))
+	fresh := filepath.Join(t.TempDir(), "fresh")
+	_, errs, code = runCLI(t, "import", "--data", fresh, "--progress", "off", file)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errs, "big.jsonl: line 40002:")
+	assert.Contains(t, errs, "is in the table twice")
+	assert.NoDirExists(t, fresh)
+}
