@@ -451,3 +451,25 @@ func TestCLIImportLargeTable(t *testing.T) {
 	assert.Contains(t, errs, "is in the table twice")
 	assert.NoDirExists(t, fresh)
 }
+
+// With --data, export's progress line shows the time left, from a count of the entities it
+// will write (the count respects --tables and --filter).
+func TestCLIExportTimeLeft(t *testing.T) {
+	defer func(n int) { checkpointEvery = n }(checkpointEvery)
+	checkpointEvery = 15
+	file := filepath.Join(t.TempDir(), "all.jsonl")
+	_, errs, code := runCLI(t, "export", "--data", seedDir(t), "--progress", "on", file)
+	require.Equal(t, 0, code, errs)
+	assert.Contains(t, errs, "15 entities, ")
+	assert.Contains(t, errs, " left")
+
+	db, err := tabula.Open(seedDir(t), nil)
+	require.NoError(t, err)
+	defer db.Close()
+	total, err := exportTotal(context.Background(), db, &tabula.ExportOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, int64(240), total)
+	total, err = exportTotal(context.Background(), db, &tabula.ExportOptions{Namespaces: []string{"second"}, Tables: []string{"alpha"}, Filter: "PartitionKey eq '1'"})
+	require.NoError(t, err)
+	assert.Equal(t, int64(10), total)
+}
