@@ -80,7 +80,20 @@ type loader struct {
 	batch    []stagedEntity
 	size     int
 	props    map[string][]byte // namespaces' service properties, by namespace
+
+	// load writes the table being read straight into the store (ImportOptions.Exclusive),
+	// nil when its entities go through bulk; noLoad says the store refused one.
+	load   *storage.Load
+	noLoad bool
 }
+
+// loadFrom and loadFromBytes are how many entities, or bytes of them, of a table in key
+// order an exclusive import gathers before it loads the table directly (storage.Load):
+// starting a direct load costs about 0.1 s (the store is closed and opened again, twice),
+// more than a smaller table gains. A smaller table goes through the Bulk.
+var loadFrom int64 = 32_768 // a variable for the tests
+
+const loadFromBytes = 32 << 20
 
 // stagedTable is a table of the file written into a table ID that no catalog entry names
 // yet, with a drop marker, so that a crash before it is published drops it.
@@ -93,6 +106,7 @@ type stagedTable struct {
 	done     bool // its end line was read
 	maxTicks int64
 	maxKey   []byte // the greatest key staged
+	unsorted bool   // an entity came before one read earlier (see loader.mayLoad)
 	target   uint64 // the ID of the table of its name when the import began, 0 for none
 	// replaces is the open table of its name at publishing, locked; nil for a new table.
 	replaces *openTable
@@ -111,27 +125,73 @@ type stagedEntity struct {
 }
 
 func (l *loader) run() (Progress, error) {
-	for {
-		rec, err := l.dec.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			if l.opts.BestEffort && skippable(err) {
-				l.p.Skipped++
-				continue
+	read, stop := l.readAhead()
+	defer stop()
+	for batch := range read {
+		for i := range batch {
+			rec, err := &batch[i].rec, batch[i].err
+			if err == io.EOF {
+				break
 			}
-			return l.fail(readError(l.p.Line, err))
-		}
-		l.p.Line = rec.Line
-		if err := l.record(&rec); err != nil {
-			return l.fail(err)
+			if err != nil {
+				if l.opts.BestEffort && skippable(err) {
+					l.p.Skipped++
+					continue
+				}
+				return l.fail(readError(l.p.Line, err))
+			}
+			l.p.Line = rec.Line
+			if err := l.record(rec); err != nil {
+				return l.fail(err)
+			}
 		}
 	}
 	if err := l.bulk.Flush(); err != nil {
 		return l.fail(storageError(err))
 	}
 	return l.p, l.publish(l.staged)
+}
+
+// readRecord is a record of the file read ahead, or the error in its place.
+type readRecord struct {
+	rec wire.Record
+	err error
+}
+
+// readAheadRecords is how many records a batch read ahead holds: with two batches waiting,
+// about a megabyte of 1 KiB entities.
+const readAheadRecords = 256
+
+// readAhead reads the file's records on a goroutine of its own, a batch at a time, so that
+// decoding the next lines overlaps checking and writing the last ones: on two cores an
+// import takes little longer than decoding alone. The batches end with the file's end or
+// the first error the import stops at (one BestEffort skips does not end them). stop ends
+// the reading and waits for it: the reader is not read after the import returns.
+func (l *loader) readAhead() (<-chan []readRecord, func()) {
+	out := make(chan []readRecord, 2)
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		defer close(out)
+		for {
+			batch := make([]readRecord, 0, readAheadRecords)
+			last := false
+			for len(batch) < readAheadRecords && !last {
+				rec, err := l.dec.Next()
+				batch = append(batch, readRecord{rec, err})
+				last = err == io.EOF || err != nil && !(l.opts.BestEffort && skippable(err))
+			}
+			select {
+			case out <- batch:
+			case <-quit:
+				return
+			}
+			if last {
+				return
+			}
+		}
+	}()
+	return out, func() { close(quit); <-done }
 }
 
 func (l *loader) record(rec *wire.Record) error {
@@ -208,20 +268,28 @@ func (l *loader) entity(rec *wire.Record) error {
 		}
 		return importError(rec.Line, rec.Path, err)
 	}
-	ticks := ticksOf(rec.Entity.Timestamp)
-	if !l.opts.KeepTimestamps || rec.Entity.Timestamp.IsZero() {
-		if ticks, err = l.db.stamp(); err != nil {
-			return err
-		}
+	if !l.wants(&e) {
+		return nil
 	}
 	t := l.cur
-	t.maxTicks = max(t.maxTicks, ticks)
 	key := entityKey(t.id, e.PartitionKey, e.RowKey)
 	// A key after every key before it cannot be a repeat; only the others are looked up.
 	check := t.maxKey != nil && bytes.Compare(key, t.maxKey) <= 0
 	if !check {
 		t.maxKey = append(t.maxKey[:0], key...)
+	} else {
+		t.unsorted = true
+		if err := l.endLoad(); err != nil { // a direct load takes keys in order only
+			return err
+		}
 	}
+	ticks := ticksOf(rec.Entity.Timestamp)
+	if !l.opts.KeepTimestamps || rec.Entity.Timestamp.IsZero() {
+		if ticks, err = l.stamp(); err != nil {
+			return err
+		}
+	}
+	t.maxTicks = max(t.maxTicks, ticks)
 	se := stagedEntity{key: key, record: encodeRecord(ticks, e.Properties, names), line: rec.Line, path: rec.Path,
 		pk: e.PartitionKey, rk: e.RowKey, check: check}
 	if t.target != 0 && l.opts.Existing == ExistingMerge {
@@ -232,7 +300,7 @@ func (l *loader) entity(rec *wire.Record) error {
 	l.p.Entities++
 	l.p.TableEntities++
 	if len(l.batch) >= importBatchEntities || l.size >= importBatchBytes {
-		if err := l.flush(); err != nil {
+		if err := l.flushOrLoad(); err != nil {
 			return err
 		}
 	}
@@ -248,6 +316,9 @@ func (l *loader) endTable() error {
 		return nil
 	}
 	if err := l.flush(); err != nil {
+		return err
+	}
+	if err := l.endLoad(); err != nil {
 		return err
 	}
 	if err := l.bulk.Flush(); err != nil {
@@ -272,6 +343,14 @@ func (l *loader) flush() error {
 	if err := l.ctx.Err(); err != nil {
 		return err
 	}
+	if l.load != nil { // keys in order, into a table new or replaced: nothing to screen
+		for i := range l.batch {
+			if err := l.load.Set(l.batch[i].key, l.batch[i].record); err != nil {
+				return storageError(err)
+			}
+		}
+		return nil
+	}
 	checks := slices.ContainsFunc(l.batch, func(e stagedEntity) bool { return e.check })
 	if checks || l.cur.target != 0 && l.opts.Existing != ExistingReplace {
 		if err := l.screen(checks); err != nil {
@@ -291,6 +370,10 @@ func (l *loader) flush() error {
 // fail ends a failed import: what was staged is dropped, except, under BestEffort, the
 // whole tables read before the failure, which are published.
 func (l *loader) fail(err error) (Progress, error) {
+	if l.load != nil {
+		l.load.Cancel()
+		l.load = nil
+	}
 	l.bulk.Cancel()
 	var whole []*stagedTable
 	for _, t := range l.staged {
@@ -306,6 +389,119 @@ func (l *loader) fail(err error) (Progress, error) {
 		}
 	}
 	return l.p, err
+}
+
+// flushOrLoad stages a full batch. In a table that may be loaded directly, it lets the
+// batch grow until the table shows it is large enough (loadFrom, loadFromBytes), then
+// starts the load, and the batch goes into it: the table's first entities are then not in
+// the store's memtables, which the load must write out first.
+func (l *loader) flushOrLoad() error {
+	if l.load == nil && l.mayLoad() {
+		if l.p.TableEntities < loadFrom && l.size < loadFromBytes {
+			return nil
+		}
+		if err := l.startLoad(); err != nil {
+			return err
+		}
+	}
+	return l.flush()
+}
+
+// mayLoad says whether the table being read may be loaded directly (see
+// ImportOptions.Exclusive): in key order so far, new or replaced, the store not refusing.
+func (l *loader) mayLoad() bool {
+	t := l.cur
+	return l.opts.Exclusive && !l.noLoad && t != nil && !t.unsorted && (t.target == 0 || l.opts.Existing == ExistingReplace)
+}
+
+// startLoad starts loading the table being read directly, if the store takes it. The
+// Timestamps of the load are reserved first: nothing may be written meanwhile.
+func (l *loader) startLoad() error {
+	if err := l.bulk.Flush(); err != nil {
+		return storageError(err)
+	}
+	if err := l.db.reserveTicks(); err != nil {
+		return err
+	}
+	load, err := l.db.store.NewLoad()
+	if errors.Is(err, storage.ErrNoLoad) {
+		l.noLoad = true
+		return nil
+	}
+	if err != nil {
+		return storageError(err)
+	}
+	l.load = load
+	if loadStarted != nil {
+		loadStarted()
+	}
+	return nil
+}
+
+// loadStarted, when set (by tests), is called as each direct load starts.
+var loadStarted func()
+
+// endLoad writes what the batch holds into the direct load under way, if any, and ends it:
+// the store takes other uses again.
+func (l *loader) endLoad() error {
+	if l.load == nil {
+		return nil
+	}
+	err := l.flush()
+	if err == nil {
+		err = storageError(l.load.Finish())
+	} else {
+		l.load.Cancel()
+	}
+	l.load = nil
+	return err
+}
+
+// stamp is the next Timestamp of an imported entity: during a direct load one of those
+// reserved before it (see reserveTicks), when they last, so that nothing is written.
+func (l *loader) stamp() (int64, error) {
+	if l.load != nil {
+		if ticks, ok := l.db.leaseTick(); ok {
+			return ticks, nil
+		}
+		if err := l.endLoad(); err != nil {
+			return 0, err
+		}
+	}
+	return l.db.stamp()
+}
+
+// reserveTicks stores a reservation of Timestamps reserveAhead past now, for a direct load to
+// hand out without writing (see leaseTick). The load's Timestamps then run from now on, a
+// tick apart, whatever time its entities take to load.
+func (db *DB) reserveTicks() error {
+	db.stampMu.Lock()
+	defer db.stampMu.Unlock()
+	t := max(ticksOf(db.clock()), db.lastTicks+1)
+	reserve := t + reserveAhead
+	if err := db.store.UpdateNow(func(tx *storage.Txn) error {
+		return tx.Set(clockKey, clockRecord(reserve, clockReserved))
+	}); err != nil {
+		return storageError(err)
+	}
+	db.reservedTicks, db.clockSaved = reserve, false
+	db.lastTicks = t - 1
+	return nil
+}
+
+// leaseTick hands out the Timestamp after the last one handed out, if the stored
+// reservation covers it, without writing; it does not wait for a stamp under way, which
+// may be waiting for the store a direct load holds.
+func (db *DB) leaseTick() (int64, bool) {
+	if !db.stampMu.TryLock() {
+		return 0, false
+	}
+	defer db.stampMu.Unlock()
+	if db.lastTicks >= db.reservedTicks {
+		return 0, false
+	}
+	db.lastTicks++
+	return db.lastTicks, true
 }
 
 // screen looks up the batch's entities that need it: those that may be in the file twice

@@ -21,8 +21,9 @@ import (
 	"github.com/tabuladb/tabula/storage"
 )
 
-// The import crash test: `import --existing replace` into a table that exists is killed with
-// SIGKILL at a random moment (after a random number of its progress reports, or while it
+// The import crash test: `import --existing replace` into a table that exists, every other
+// time exclusive (most of the file loaded directly, storage.Load), is killed with SIGKILL at
+// a random moment (after a random number of its progress reports, or while it
 // copies and publishes), again and again; after each kill the table must hold the old
 // entities or the new ones, whole. CI runs cycles(t) of it; TABULA_CRASH_CYCLES runs more.
 
@@ -67,10 +68,12 @@ func TestImportCrash(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
 	seen := map[int]int{}
-	for range cycles(t) {
+	for cycle := range cycles(t) {
 		reset()
 		cmd := exec.Command(os.Args[0], "-test.run=^TestImportCrashChild$")
-		cmd.Env = append(os.Environ(), importCrashChildEnv+"="+dir, "TABULA_IMPORT_CRASH_FILE="+file)
+		// Every other cycle imports exclusively, loading most of the file directly.
+		cmd.Env = append(os.Environ(), importCrashChildEnv+"="+dir, "TABULA_IMPORT_CRASH_FILE="+file,
+			"TABULA_IMPORT_CRASH_EXCLUSIVE="+strconv.FormatBool(cycle%2 == 1))
 		cmd.Stderr = os.Stderr
 		out, err := cmd.StdoutPipe()
 		require.NoError(t, err)
@@ -133,7 +136,11 @@ func TestImportCrashChild(t *testing.T) {
 	f, err := os.Open(os.Getenv("TABULA_IMPORT_CRASH_FILE"))
 	require.NoError(t, err)
 	defer f.Close()
-	_, err = db.Import(context.Background(), f, &tabula.ImportOptions{Existing: tabula.ExistingReplace, ProgressEvery: 250,
+	exclusive := os.Getenv("TABULA_IMPORT_CRASH_EXCLUSIVE") == "true"
+	if exclusive {
+		defer tabula.SetImportLoadFrom(300)()
+	}
+	_, err = db.Import(context.Background(), f, &tabula.ImportOptions{Existing: tabula.ExistingReplace, ProgressEvery: 250, Exclusive: exclusive,
 		Progress: func(p tabula.Progress) error {
 			fmt.Fprintln(os.Stdout, "progress "+strconv.FormatInt(p.Entities, 10))
 			return nil

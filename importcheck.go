@@ -55,6 +55,9 @@ func CheckImport(ctx context.Context, r io.Reader, opts *ImportOptions) (Progres
 				return nil
 			}
 			e, _, err := entityOf(&rec.Entity)
+			if err == nil && !im.wants(&e) {
+				return nil
+			}
 			if err == nil {
 				key := string(entityKey(0, e.PartitionKey, e.RowKey))
 				if _, twice := keys[key]; twice {

@@ -157,6 +157,9 @@ func (si *serviceImport) entity(rec *wire.Record) error {
 		}
 		return importError(rec.Line, rec.Path, err)
 	}
+	if !si.wants(&e) {
+		return nil
+	}
 	var a Action
 	switch si.opts.Existing {
 	case ExistingReplace:

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
@@ -181,88 +184,170 @@ func (r *interchangeReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// BenchmarkImport: DB.Import of the file into a new table on disk, against raw Badger's
-// writes of the same records. Besides the rates it reports the process's CPU time per
-// entity on each side (Badger's background flushes and compactions included), which a
-// shared machine's load disturbs far less than the rates; how long raw Badger's writes
-// waited for level 0 to be compacted (badger-L0-stall-s); and, for a size set by
-// TABULA_BENCH_INTERCHANGE, the import's compaction debt: how long Badger still compacts
-// after the last write (the disk usage of its directory stops changing for 5 s).
-// TABULA_BENCH_BUDGET sets both stores' memory budget in bytes (default: the default's);
-// TABULA_BENCH_IMPORT_RAW=0 leaves raw Badger out (for a 10M-entity load, which writes
-// about 12 GB a side). Over 2M entities the file is generated as it is read. It reports
-// too the rate of CheckImport on the same file (check-entities/s, tabula import --check),
-// the floor of any import, and the import's time as a multiple of it (import/check).
+// BenchmarkImport: loading a file of N entities of about 1 KiB (one table, in key order, as
+// an export writes it) from disk into a new database on disk, every way there is, in one
+// run, each a fresh directory at the same memory budget:
+//
+//   - check-entities/s: CheckImport (tabula import --check), the file read and checked,
+//     nothing written: the floor of any import on this CPU;
+//   - entities/s: DB.Import with ImportOptions.Exclusive (tabula import --data), which loads
+//     the table directly into the store (storage.Load), and import/check, its time over
+//     CheckImport's;
+//   - online-entities/s: DB.Import without it, through storage.Bulk (an import beside other
+//     writers);
+//   - badger-entities/s: raw Badger's WriteBatch writing the same keys and records (no JSON),
+//     Badger's own way of loading many keys, and ratio, entities/s over it;
+//   - disk-entities/s: the file's bytes written to a new file and fsynced, the disk's own
+//     durable rate (as dd conv=fdatasync measures it) in entities.
+//
+// Each also reports the process's CPU time per entity (cpu-µs/entity, online-, badger-,
+// check-), which a shared machine's load disturbs far less than the rates; peak-anon-MB is
+// the peak of the process's anonymous memory during the exclusive import (RssAnon: the
+// file is read from disk, its pages are not anonymous). For a size set by
+// TABULA_BENCH_INTERCHANGE, compaction-s is how long Badger still compacts after the
+// exclusive import (until the directory's disk usage stops changing for 5 s). The budget is
+// TABULA_BENCH_BUDGET bytes (default: the default's); TABULA_BENCH_IMPORT_RAW=0 and
+// TABULA_BENCH_IMPORT_ONLINE=0 leave out raw Badger and the online import (at 10M entities
+// each writes about 12 GB).
 func BenchmarkImport(b *testing.B) {
 	n := interchangeSize(b)
-	var file []byte // nil: streamed, for sizes over 2M
-	if n <= 2_000_000 {
-		file = interchangeFile(n)
-	}
+	file := filepath.Join(b.TempDir(), "load.jsonl")
+	size := writeFile(b, file, newInterchangeReader(n), false)
 	withRaw := os.Getenv("TABULA_BENCH_IMPORT_RAW") != "0"
-	budget := benchBudget(b) // the store's memory budget, for both
-	var engine, raw, engineCPU, rawCPU, rawStalled, debt, check time.Duration
-	for b.Loop() {
-		b.StopTimer()
-		dir, rawDir := b.TempDir(), b.TempDir()
+	withOnline := os.Getenv("TABULA_BENCH_IMPORT_ONLINE") != "0"
+	budget := benchBudget(b)
+	var (
+		load, online, raw, check, disk             time.Duration
+		loadCPU, onlineCPU, rawCPU, checkCPU, debt time.Duration
+		peakAnon                                   int64
+	)
+	importFrom := func(exclusive bool) (time.Duration, time.Duration, string) {
+		dir := b.TempDir()
 		db := openEngineWith(b, dir, &tabula.Options{MemoryBudget: budget})
-		b.StartTimer()
-		var r io.Reader = bytes.NewReader(file)
-		if file == nil {
-			r = newInterchangeReader(n)
+		f, err := os.Open(file)
+		if err != nil {
+			b.Fatal(err)
 		}
-		cr := &countReader{r: r}
+		defer f.Close()
 		start, cpu := time.Now(), cpuNow()
-		p, err := db.Import(ctx, cr, nil)
-		engine += time.Since(start)
-		engineCPU += cpuNow() - cpu
-		b.StopTimer()
+		p, err := db.Import(ctx, f, &tabula.ImportOptions{Exclusive: exclusive})
+		elapsed, cpuUsed := time.Since(start), cpuNow()-cpu
 		if err != nil || p.Entities != int64(n) {
 			b.Fatalf("imported %d of %d: %v", p.Entities, n, err)
 		}
-		b.SetBytes(cr.n)
-		if os.Getenv("TABULA_BENCH_INTERCHANGE") != "" {
+		if exclusive && os.Getenv("TABULA_BENCH_INTERCHANGE") != "" {
+			b.StopTimer()
 			const quiet = 5 * time.Second
 			debt += settle(dir, quiet, time.Hour) - quiet
+			b.StartTimer()
 		}
 		if err := db.Close(); err != nil {
 			b.Fatal(err)
 		}
-		if withRaw {
-			d, c, st := rawWrites(b, rawDir, n, budget)
-			raw, rawCPU, rawStalled = raw+d, rawCPU+c, rawStalled+st
-		}
-		// The floor of any import: reading and checking the same file, writing nothing
-		// (tabula import --check).
-		r = bytes.NewReader(file)
-		if file == nil {
-			r = newInterchangeReader(n)
-		}
-		start = time.Now()
-		if _, err := tabula.CheckImport(ctx, r, nil); err != nil {
+		return elapsed, cpuUsed, dir
+	}
+	b.SetBytes(size)
+	for b.Loop() {
+		b.StopTimer()
+		f, err := os.Open(file)
+		if err != nil {
 			b.Fatal(err)
 		}
-		check += time.Since(start)
+		start, cpu := time.Now(), cpuNow()
+		if _, err := tabula.CheckImport(ctx, f, nil); err != nil {
+			b.Fatal(err)
+		}
+		check, checkCPU = check+time.Since(start), checkCPU+cpuNow()-cpu
+		f.Close()
+
+		runtime.GC()
+		debug.FreeOSMemory()
+		stop, peak := sampleMemory(10 * time.Millisecond)
+		b.StartTimer()
+		d, c, dir := importFrom(true)
+		b.StopTimer()
+		stop()
+		peakAnon = max(peakAnon, peak["RssAnon"])
+		load, loadCPU = load+d, loadCPU+c
+		if err := os.RemoveAll(dir); err != nil {
+			b.Fatal(err)
+		}
+		if withOnline {
+			d, c, dir := importFrom(false)
+			online, onlineCPU = online+d, onlineCPU+c
+			if err := os.RemoveAll(dir); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if withRaw {
+			rawDir := b.TempDir()
+			d, c, _ := rawWrites(b, rawDir, n, budget)
+			raw, rawCPU = raw+d, rawCPU+c
+			if err := os.RemoveAll(rawDir); err != nil {
+				b.Fatal(err)
+			}
+		}
+		f, err = os.Open(file)
+		if err != nil {
+			b.Fatal(err)
+		}
+		copyTo := filepath.Join(b.TempDir(), "copy")
+		start = time.Now()
+		writeFile(b, copyTo, f, true)
+		disk += time.Since(start)
+		f.Close()
+		if err := os.Remove(copyTo); err != nil {
+			b.Fatal(err)
+		}
 		b.StartTimer()
 	}
-	b.ReportMetric(float64(n*b.N)/check.Seconds(), "check-entities/s")
-	b.ReportMetric(engine.Seconds()/check.Seconds(), "import/check")
-	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(n*b.N) }
+	total := float64(n * b.N)
+	rate := func(d time.Duration) float64 { return total / d.Seconds() }
+	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / total }
+	b.ReportMetric(rate(load), "entities/s")
+	b.ReportMetric(rate(check), "check-entities/s")
+	b.ReportMetric(load.Seconds()/check.Seconds(), "import/check")
+	b.ReportMetric(rate(disk), "disk-entities/s")
+	b.ReportMetric(float64(peakAnon)/(1<<20), "peak-anon-MB")
+	if withOnline {
+		b.ReportMetric(rate(online), "online-entities/s")
+	}
 	if withRaw {
-		reportRates(b, n*b.N, engine, raw)
-		b.ReportMetric(rawStalled.Seconds()/float64(b.N), "badger-L0-stall-s")
-		if engineCPU > 0 {
+		b.ReportMetric(rate(raw), "badger-entities/s")
+		b.ReportMetric(rate(load)/rate(raw), "ratio")
+	}
+	if loadCPU > 0 {
+		b.ReportMetric(per(loadCPU), "cpu-µs/entity")
+		b.ReportMetric(per(checkCPU), "check-cpu-µs/entity")
+		if withOnline {
+			b.ReportMetric(per(onlineCPU), "online-cpu-µs/entity")
+		}
+		if withRaw {
 			b.ReportMetric(per(rawCPU), "badger-cpu-µs/entity")
 		}
-	} else {
-		b.ReportMetric(float64(n*b.N)/engine.Seconds(), "entities/s")
-	}
-	if engineCPU > 0 {
-		b.ReportMetric(per(engineCPU), "cpu-µs/entity")
 	}
 	if debt > 0 {
 		b.ReportMetric(debt.Seconds()/float64(b.N), "compaction-s")
 	}
+}
+
+// writeFile copies r to a new file at name, fsynced when sync says so, and returns its size.
+func writeFile(b *testing.B, name string, r io.Reader, sync bool) int64 {
+	f, err := os.Create(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	n, err := io.CopyBuffer(f, r, make([]byte, 1<<20))
+	if err == nil && sync {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	return n
 }
 
 // BenchmarkExport: DB.Export of the table on disk to io.Discard, against raw Badger's
@@ -278,7 +363,7 @@ func BenchmarkExport(b *testing.B) {
 	n := interchangeSize(b)
 	dir := b.TempDir()
 	db := openEngine(b, dir)
-	if _, err := db.Import(ctx, bytes.NewReader(interchangeFile(n)), nil); err != nil {
+	if _, err := db.Import(ctx, newInterchangeReader(n), &tabula.ImportOptions{Exclusive: true}); err != nil {
 		b.Fatal(err)
 	}
 	if err := db.Close(); err != nil {
@@ -347,17 +432,6 @@ func BenchmarkExport(b *testing.B) {
 		b.ReportMetric(float64(engineCPU.Nanoseconds())/float64(n*rounds*b.N), "cpu-ns/entity")
 		b.ReportMetric(float64(rawCPU.Nanoseconds())/float64(n*rounds*b.N), "badger-cpu-ns/entity")
 	}
-}
-
-type countReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
 }
 
 type countWriter struct{ n int64 }

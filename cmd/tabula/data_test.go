@@ -379,3 +379,97 @@ func TestServeImportFixture(t *testing.T) {
 	assertFixtureOrder(t, e.Properties)
 	r.shutdown(t)
 }
+
+// --filter imports (and --check counts) only the entities it selects; a filter that does
+// not parse is named by its flag.
+func TestCLIImportFilter(t *testing.T) {
+	ctx := context.Background()
+	file := filepath.Join(t.TempDir(), "all.jsonl")
+	_, errs, code := runCLI(t, "export", "--data", seedDir(t), file)
+	require.Equal(t, 0, code, errs)
+	out, errs, code := runCLI(t, "import", "--check", "--filter", "PartitionKey eq '1' and N ge 10995116277760L", file)
+	require.Equal(t, 0, code, errs)
+	assert.Equal(t, "Checked 6 tables, 42 entities\n", out) // 7 of each table's 40
+
+	dir := filepath.Join(t.TempDir(), "db")
+	out, errs, code = runCLI(t, "import", "--data", dir, "--progress", "off", "--filter", "PartitionKey eq '1' and N ge 10995116277760L", file)
+	require.Equal(t, 0, code, errs)
+	assert.Equal(t, "Imported 6 tables, 42 entities\n", out)
+	db, err := tabula.Open(dir, nil)
+	require.NoError(t, err)
+	defer db.Close()
+	n := 0
+	for e, err := range db.Table("Alpha").QueryAll(ctx, tabula.Query{}) {
+		require.NoError(t, err)
+		assert.Equal(t, "1", e.PartitionKey)
+		n++
+	}
+	assert.Equal(t, 7, n)
+
+	_, errs, code = runCLI(t, "import", "--check", "--filter", "PartitionKey eq", file)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errs, "tabula import: --filter: syntax error")
+}
+
+// tabula import --data loads a table large enough and in key order directly into the
+// store (ImportOptions.Exclusive): every entity is there, the database checks out, and a
+// repeat far into the file is still refused, leaving no directory behind.
+func TestCLIImportLargeTable(t *testing.T) {
+	ctx := context.Background()
+	const n = 40_000 // past the 32,768 entities a direct load starts from
+	var b bytes.Buffer
+	b.WriteString(`{"@tabula":"export","version":1}` + "\n" + `{"@tabula":"table","account":"","table":"Big"}` + "\n")
+	for i := range n {
+		fmt.Fprintf(&b, `{"PartitionKey":"p%03d","RowKey":"r%06d","Timestamp":"2024-01-02T03:04:05Z","N":%d}`+"\n", i/1000, i, i)
+	}
+	fmt.Fprintf(&b, `{"@tabula":"end","account":"","table":"Big","entities":%d}`+"\n"+`{"@tabula":"eof","tables":1,"entities":%d}`+"\n", n, n)
+	file := filepath.Join(t.TempDir(), "big.jsonl")
+	require.NoError(t, os.WriteFile(file, b.Bytes(), 0o600))
+
+	dir := filepath.Join(t.TempDir(), "db")
+	out, errs, code := runCLI(t, "import", "--data", dir, "--progress", "off", file)
+	require.Equal(t, 0, code, errs)
+	assert.Equal(t, "Imported 1 table, 40000 entities\n", out)
+	db, err := tabula.Open(dir, nil)
+	require.NoError(t, err)
+	require.NoError(t, db.Check(ctx))
+	got, err := tabula.Count(ctx, db.Table("Big"), "")
+	require.NoError(t, err)
+	assert.Equal(t, int64(n), got)
+	e, err := db.Table("Big").Get(ctx, "p039", "r039999")
+	require.NoError(t, err)
+	assert.Equal(t, tabula.Int32(n-1), e.Properties["N"])
+	require.NoError(t, db.Close())
+
+	repeat := bytes.Replace(b.Bytes(), []byte(`"RowKey":"r039999"`), []byte(`"RowKey":"r000005"`), 1)
+	repeat = bytes.Replace(repeat, []byte(`"PartitionKey":"p039","RowKey":"r000005"`), []byte(`"PartitionKey":"p000","RowKey":"r000005"`), 1)
+	require.NoError(t, os.WriteFile(file, repeat, 0o600))
+	fresh := filepath.Join(t.TempDir(), "fresh")
+	_, errs, code = runCLI(t, "import", "--data", fresh, "--progress", "off", file)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errs, "big.jsonl: line 40002:")
+	assert.Contains(t, errs, "is in the table twice")
+	assert.NoDirExists(t, fresh)
+}
+
+// With --data, export's progress line shows the time left, from a count of the entities it
+// will write (the count respects --tables and --filter).
+func TestCLIExportTimeLeft(t *testing.T) {
+	defer func(n int) { checkpointEvery = n }(checkpointEvery)
+	checkpointEvery = 15
+	file := filepath.Join(t.TempDir(), "all.jsonl")
+	_, errs, code := runCLI(t, "export", "--data", seedDir(t), "--progress", "on", file)
+	require.Equal(t, 0, code, errs)
+	assert.Contains(t, errs, "15 entities, ")
+	assert.Contains(t, errs, " left")
+
+	db, err := tabula.Open(seedDir(t), nil)
+	require.NoError(t, err)
+	defer db.Close()
+	total, err := exportTotal(context.Background(), db, &tabula.ExportOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, int64(240), total)
+	total, err = exportTotal(context.Background(), db, &tabula.ExportOptions{Namespaces: []string{"second"}, Tables: []string{"alpha"}, Filter: "PartitionKey eq '1'"})
+	require.NoError(t, err)
+	assert.Equal(t, int64(10), total)
+}

@@ -27,7 +27,8 @@ access policies: only the account key may).
 
 An interrupted export resumes where it stopped when run again with the same arguments: it
 records how far it got in FILE.state beside FILE, and removes that file when it is done.
-On a terminal, a progress line shows tables, entities, the rate and the time.
+On a terminal, a progress line shows tables, entities, the rate and the time; with --data,
+the time left too (the entities are counted first).
 
 Flags:
 `
@@ -78,6 +79,14 @@ func export(ctx context.Context, d *dataFlags, namespaces []string, file string,
 		defer func() { err = errors.Join(err, db.Close()) }()
 	}
 	opts := &tabula.ExportOptions{Tables: d.tableList(), Filter: d.filter, Account: d.account, ProgressEvery: checkpointEvery, Namespaces: namespaces}
+	var exported int64 // the entities the last Progress counted, for the time left
+	if m.on && db != nil {
+		// A count of the keys first (a scan much cheaper than the export's), for the time
+		// left; a service's would cost a query of every entity, so it gets none.
+		if total, err := exportTotal(ctx, db, opts); err == nil && total > 0 {
+			m.fraction = func() float64 { return float64(exported) / float64(total) }
+		}
+	}
 	run := func(w io.Writer) error {
 		if db != nil {
 			return db.Export(ctx, w, opts)
@@ -85,7 +94,7 @@ func export(ctx context.Context, d *dataFlags, namespaces []string, file string,
 		return tabula.ExportService(ctx, svc, w, opts)
 	}
 	if file == "-" {
-		opts.Progress = func(p tabula.Progress) error { m.show(p, false); return nil }
+		opts.Progress = func(p tabula.Progress) error { exported = p.Entities; m.show(p, false); return nil }
 		err := run(stdout)
 		return err
 	}
@@ -143,6 +152,7 @@ func export(ctx context.Context, d *dataFlags, namespaces []string, file string,
 		if err != nil {
 			return err
 		}
+		exported = p.Entities
 		m.show(p, false)
 		if err := writeState(file, state{Progress: p, Offset: off}); err != nil {
 			return err
@@ -174,6 +184,35 @@ func export(ctx context.Context, d *dataFlags, namespaces []string, file string,
 	// Said on a terminal or not: a script's log shows what was written.
 	fmt.Fprintf(stdout, "Exported %s, %s to %s.\n", count(last.Tables, "table"), count(last.Entities, "entity"), file)
 	return nil
+}
+
+// exportTotal counts the entities an export of db by opts writes.
+func exportTotal(ctx context.Context, db *tabula.DB, opts *tabula.ExportOptions) (int64, error) {
+	namespaces := opts.Namespaces
+	if namespaces == nil {
+		more, err := db.Namespaces(ctx)
+		if err != nil {
+			return 0, err
+		}
+		namespaces = append([]string{""}, more...)
+	}
+	var total int64
+	for _, ns := range namespaces {
+		for info, err := range db.Namespace(ns).Tables(ctx, "") {
+			if err != nil {
+				return 0, err
+			}
+			if opts.Tables != nil && !slices.ContainsFunc(opts.Tables, func(t string) bool { return strings.EqualFold(t, info.Name) }) {
+				continue
+			}
+			n, err := tabula.Count(ctx, db.Namespace(ns).Table(info.Name), opts.Filter)
+			if err != nil {
+				return 0, err
+			}
+			total += n
+		}
+	}
+	return total, nil
 }
 
 // checkExportPath checks at start that "tabula serve --export-on-exit" will be able to

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/tabuladb/tabula"
 )
@@ -47,6 +48,7 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	existing := fs.String("existing", "fail", "what to do with an entity that exists: `fail`, replace, merge or skip")
 	keep := fs.Bool("keep-timestamps", false, "keep the file's Timestamps (and ETags) rather than stamp new ones (--data only)")
 	bestEffort := fs.Bool("best-effort", false, "leave out the lines that cannot be imported (and access policies a service refuses), and import the whole tables of a cut file")
+	fs.StringVar(&d.filter, "filter", "", "only the entities this OData `$filter` selects, as the file has them (its Timestamps); the others are left out")
 	check := fs.Bool("check", false, "read and check FILE by the import's rules, writing nothing (no --data or service needed)")
 	files, code := oneFile(fs, args, importUsage, stdout, stderr)
 	if files == nil {
@@ -58,7 +60,14 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "tabula import: --existing %q: it must be fail, replace, merge or skip\n", *existing)
 		return 2
 	}
-	opts := &tabula.ImportOptions{Existing: policy, KeepTimestamps: *keep, BestEffort: *bestEffort, Tables: d.tableList(), ProgressEvery: checkpointEvery}
+	if d.filter != "" {
+		// Checked on an empty fixture, before anything is opened or read.
+		if _, err := tabula.CheckImport(ctx, strings.NewReader("{}"), &tabula.ImportOptions{Filter: d.filter}); err != nil {
+			fmt.Fprintf(stderr, "tabula import: --filter: %s\n", message(err))
+			return 2
+		}
+	}
+	opts := &tabula.ImportOptions{Existing: policy, KeepTimestamps: *keep, BestEffort: *bestEffort, Tables: d.tableList(), Filter: d.filter, ProgressEvery: checkpointEvery}
 	file := files[0]
 	var (
 		p   tabula.Progress
@@ -138,6 +147,8 @@ func importFile(ctx context.Context, d *dataFlags, opts *tabula.ImportOptions, f
 				undo()
 			}
 		}()
+		// The command opened the database for the import alone.
+		opts.Exclusive = true
 		opts.Progress = func(p tabula.Progress) error { m.show(p, false); return nil }
 		p, err = db.Import(ctx, r, opts)
 		if err == nil {
@@ -188,7 +199,8 @@ func importAtStart(ctx context.Context, db *tabula.DB, file string, accounts []s
 	if err != nil {
 		return tabula.Progress{}, err
 	}
-	opts := &tabula.ImportOptions{Existing: tabula.ExistingReplace, KeepTimestamps: true, Namespaces: map[string]string{}}
+	// Nothing is served before the import ends: it has the database to itself.
+	opts := &tabula.ImportOptions{Existing: tabula.ExistingReplace, KeepTimestamps: true, Namespaces: map[string]string{}, Exclusive: true}
 	for account, ns := range assigned {
 		opts.Namespaces[account] = ns.Name()
 	}
