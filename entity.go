@@ -144,12 +144,6 @@ func ValueOf(p Property) odata.Value {
 	return odata.Value{}
 }
 
-// propertyOf and valueOf are the engine's short names for PropertyOf and ValueOf, as ticksOf
-// is odata.TicksFromTime's.
-func propertyOf(v odata.Value) Property { return PropertyOf(v) }
-
-func valueOf(p Property) odata.Value { return ValueOf(p) }
-
 // Time returns the DateTime as a time.Time in UTC.
 func (d DateTime) Time() time.Time { return time.Time(d).UTC() }
 

@@ -235,7 +235,7 @@ func (x *exporter) query(ctx context.Context, t TableAPI, afterPK, afterRK *stri
 		e.Properties = e.Properties[:0]
 		for name, v := range ent.Properties {
 			if v != nil {
-				e.Properties = append(e.Properties, wire.Property{Name: name, Value: valueOf(v)})
+				e.Properties = append(e.Properties, wire.Property{Name: name, Value: ValueOf(v)})
 			}
 		}
 		if err := x.entity(e); err != nil {

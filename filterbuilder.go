@@ -139,5 +139,5 @@ func Literal(value Property) string {
 	if value == nil {
 		panic("tabula: a nil Property has no literal")
 	}
-	return valueOf(value).String()
+	return ValueOf(value).String()
 }

@@ -221,7 +221,7 @@ func (r fileEntity) Property(name string) (odata.Value, bool) {
 	if !ok {
 		return odata.Value{}, false
 	}
-	return valueOf(p), true
+	return ValueOf(p), true
 }
 
 func newImporter(r io.Reader, opts *ImportOptions) (*importer, error) {
@@ -255,7 +255,7 @@ func entityOf(we *wire.Entity) (Entity, []string, error) {
 	e := Entity{PartitionKey: we.PartitionKey, RowKey: we.RowKey, Timestamp: we.Timestamp,
 		Properties: make(Properties, len(we.Properties))}
 	for _, p := range we.Properties {
-		e.Properties[p.Name] = propertyOf(p.Value)
+		e.Properties[p.Name] = PropertyOf(p.Value)
 	}
 	names, err := validateEntity(&e)
 	return e, names, err

@@ -177,7 +177,7 @@ func newRecordDecoder() *recordDecoder {
 	return d
 }
 
-func (d *recordDecoder) putProp(name string, v odata.Value) { d.props[name] = propertyOf(v) }
+func (d *recordDecoder) putProp(name string, v odata.Value) { d.props[name] = PropertyOf(v) }
 
 // msgpack type bytes, as the msgpack specification numbers them.
 const (

@@ -240,7 +240,7 @@ func (c *structCodec) putRest(base unsafe.Pointer, name string, v odata.Value) {
 	if *rest == nil {
 		*rest = Properties{}
 	}
-	(*rest)[strings.Clone(name)] = propertyOf(v) // name may be a view of a record
+	(*rest)[strings.Clone(name)] = PropertyOf(v) // name may be a view of a record
 }
 
 // etagCache formats the ETags of a scan, whose entities mostly share their Timestamp's

@@ -477,7 +477,7 @@ func (r *scanRecord) entity(keep func(string) bool) (Entity, error) {
 	e.Properties = make(Properties, len(r.names))
 	for i, name := range r.names {
 		if keep == nil || keep(name) {
-			e.Properties[name] = propertyOf(r.values[i])
+			e.Properties[name] = PropertyOf(r.values[i])
 		}
 	}
 	return e, nil

@@ -389,7 +389,7 @@ func jsonBodySize(e *Entity) int {
 	size := wire.BodySize(e.PartitionKey, e.RowKey)
 	for name, v := range e.Properties {
 		if v != nil { // a nil value is dropped, as a client omits or nulls it
-			size += wire.PropertySize(name, valueOf(v))
+			size += wire.PropertySize(name, ValueOf(v))
 		}
 	}
 	return size

@@ -425,7 +425,7 @@ func (c *structCodec) fill(base unsafe.Pointer, e *Entity) error {
 	c.setVersion(base, e.Timestamp, e.ETag)
 	// In name order, as records hold them, so that both report the same first misfit.
 	for _, name := range sortedNames(e.Properties) {
-		if err := c.put(base, name, valueOf(e.Properties[name]), -1); err != nil {
+		if err := c.put(base, name, ValueOf(e.Properties[name]), -1); err != nil {
 			return err
 		}
 	}

@@ -45,7 +45,7 @@ func FuzzRecordAs(f *testing.F) {
 		props := Properties{}
 		wantTicks, wantErr := d.each(record, nil, func(name string, v odata.Value) {
 			names = append(names, name)
-			props[name] = propertyOf(v)
+			props[name] = PropertyOf(v)
 		})
 		if wantErr != nil {
 			assert.Equal(t, wantErr, err, "the typed decoder refuses what the untyped one does")
