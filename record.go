@@ -303,6 +303,19 @@ func (d *recordDecoder) name() (string, error) {
 	return s, nil
 }
 
+// head reads what a record holds before its properties: the Timestamp's ticks and how
+// many properties follow.
+func (d *recordDecoder) head() (ticks int64, n int, err error) {
+	if ticks, err = d.int(); err != nil {
+		return 0, 0, err
+	}
+	n, err = d.length(mpFixArray)
+	if err != nil || n > MaxProperties {
+		return 0, 0, errCorrupt("bad property count")
+	}
+	return ticks, n, nil
+}
+
 // each reads the record in b and calls visit with every property keep accepts (all of them
 // when keep is nil); the others are skipped without being decoded. With a nil visit only the
 // Timestamp is read.
@@ -312,13 +325,9 @@ func (d *recordDecoder) each(b []byte, keep func(name string) bool, visit func(n
 	}
 	d.b, d.i = b[1:], 0
 	defer func() { d.b = nil }() // the bytes belong to the store
-	ticks, err := d.int()
+	ticks, n, err := d.head()
 	if err != nil {
 		return 0, err
-	}
-	n, err := d.length(mpFixArray)
-	if err != nil || n > MaxProperties {
-		return 0, errCorrupt("bad property count")
 	}
 	for range n {
 		name, err := d.name()

@@ -35,13 +35,9 @@ func (r *recordReader) decode(record []byte, base unsafe.Pointer, sel func(strin
 
 func (r *recordReader) properties(base unsafe.Pointer, sel func(string) bool) (int64, error) {
 	c, d := r.c, r.d
-	ticks, err := d.int()
+	ticks, n, err := d.head()
 	if err != nil {
 		return 0, err
-	}
-	n, err := d.length(mpFixArray)
-	if err != nil || n > MaxProperties {
-		return 0, errCorrupt("bad property count")
 	}
 	var misfit error // the first property that did not fit its field
 	next := 0        // the field to look from

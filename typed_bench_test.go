@@ -57,32 +57,26 @@ func BenchmarkTypedScanInMemory(b *testing.B) {
 	ctx := context.Background()
 	q := Query{Filter: "PartitionKey eq 'p'"}
 	b.Run("typed", func(b *testing.B) {
-		b.ReportAllocs()
-		n := 0
-		cpu := processCPU()
-		for b.Loop() {
+		perEntity(b, func(int) (n int, err error) {
 			for _, err := range QueryAs[benchRow](ctx, tbl, q) {
 				if err != nil {
-					b.Fatal(err)
+					return n, err
 				}
 				n++
 			}
-		}
-		reportPerEntity(b, n, cpu)
+			return n, nil
+		})
 	})
 	b.Run("map", func(b *testing.B) {
-		b.ReportAllocs()
-		n := 0
-		cpu := processCPU()
-		for b.Loop() {
+		perEntity(b, func(int) (n int, err error) {
 			for _, err := range tbl.QueryAll(ctx, q) {
 				if err != nil {
-					b.Fatal(err)
+					return n, err
 				}
 				n++
 			}
-		}
-		reportPerEntity(b, n, cpu)
+			return n, nil
+		})
 	})
 }
 
@@ -90,29 +84,34 @@ func BenchmarkTypedGetInMemory(b *testing.B) {
 	tbl := benchTable(b)
 	ctx := context.Background()
 	b.Run("typed", func(b *testing.B) {
-		b.ReportAllocs()
-		n := 0
-		cpu := processCPU()
-		for b.Loop() {
-			if _, err := GetAs[benchRow](ctx, tbl, "p", fmt.Sprintf("r%06d", n%benchRows)); err != nil {
-				b.Fatal(err)
-			}
-			n++
-		}
-		reportPerEntity(b, n, cpu)
+		perEntity(b, func(i int) (int, error) {
+			_, err := GetAs[benchRow](ctx, tbl, "p", fmt.Sprintf("r%06d", i%benchRows))
+			return 1, err
+		})
 	})
 	b.Run("map", func(b *testing.B) {
-		b.ReportAllocs()
-		n := 0
-		cpu := processCPU()
-		for b.Loop() {
-			if _, err := tbl.Get(ctx, "p", fmt.Sprintf("r%06d", n%benchRows)); err != nil {
-				b.Fatal(err)
-			}
-			n++
-		}
-		reportPerEntity(b, n, cpu)
+		perEntity(b, func(i int) (int, error) {
+			_, err := tbl.Get(ctx, "p", fmt.Sprintf("r%06d", i%benchRows))
+			return 1, err
+		})
 	})
+}
+
+// perEntity runs read, given the number of its run, until the benchmark ends, and reports
+// the CPU time per entity it read.
+func perEntity(b *testing.B, read func(i int) (int, error)) {
+	b.ReportAllocs()
+	n, runs := 0, 0
+	cpu := processCPU()
+	for b.Loop() {
+		got, err := read(runs)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n += got
+		runs++
+	}
+	reportPerEntity(b, n, cpu)
 }
 
 // reportPerEntity reports the CPU time per entity since cpu, when it is measured.
