@@ -31,3 +31,20 @@ func TestPlainWordsFindEverySpecialByte(t *testing.T) {
 		}
 	}
 }
+
+// printableASCII against the byte-by-byte rule, the same way: every byte value at every
+// position of a 13-byte string (a word and a tail), beside fills around 0x20 and 0x80.
+func TestPrintableASCIIFindsEveryOtherByte(t *testing.T) {
+	for _, fill := range []byte{'a', ' ', '!', 0x1f, 0x7f, 0x80, 0xff} {
+		for pos := range 13 {
+			for c := range 256 {
+				b := []byte(strings.Repeat(string([]byte{fill}), 13))
+				b[pos] = byte(c)
+				printable := func(c byte) bool { return c >= 0x20 && c < 0x80 }
+				if got, want := printableASCII(b), printable(byte(c)) && printable(fill); got != want {
+					t.Fatalf("printableASCII(%q) = %v", b, got)
+				}
+			}
+		}
+	}
+}
