@@ -42,44 +42,66 @@ func GetAs[T any](ctx context.Context, t TableAPI, partitionKey, rowKey string) 
 
 // InsertAs adds the entity v maps to, which must not exist yet (EntityAlreadyExists
 // otherwise), and returns v with its Timestamp and ETag fields set to the stored version's.
+// On the embedded table v is checked and encoded as a record without building its Entity.
 func InsertAs[T any](ctx context.Context, t TableAPI, v T) (T, error) {
-	c, e, err := structEntity(&v)
+	c, err := codecOf[T]()
 	if err != nil {
 		return v, err
 	}
+	base := unsafe.Pointer(&v)
 	var stored Entity
-	if src, ok := t.(recordSource); ok {
-		// Table.Insert would copy the properties into the entity it returns.
+	if w, ok := t.(recordWrites); ok && w.typedBodies() {
 		var ticks int64
-		if ticks, err = src.applyOne(ctx, InsertAction(e)); err == nil {
+		if ticks, err = writeStruct(ctx, w, c, base, ActionInsert, ""); err == nil {
 			stored.Timestamp, stored.ETag = timeOfTicks(ticks), etagOf(ticks)
 		}
 	} else {
-		stored, err = t.Insert(ctx, e)
+		var e Entity
+		if e, err = c.entity(base); err == nil {
+			stored, err = t.Insert(ctx, e)
+		}
 	}
 	if err != nil {
 		return v, err
 	}
-	c.setVersion(unsafe.Pointer(&v), stored.Timestamp, stored.ETag)
+	c.setVersion(base, stored.Timestamp, stored.ETag)
 	return v, nil
 }
 
 // UpdateAs changes the existing entity v maps to, in the given mode, if its current version
 // matches ifMatch (such as v's ETag field as read, or AnyETag), and returns the new ETag.
 func UpdateAs[T any](ctx context.Context, t TableAPI, v T, mode UpdateMode, ifMatch ETag) (ETag, error) {
-	_, e, err := structEntity(&v)
-	if err != nil {
-		return "", err
-	}
-	return t.Update(ctx, e, mode, ifMatch)
+	return writeAs(ctx, t, &v, ActionUpdate, mode, ifMatch)
 }
 
 // UpsertAs inserts the entity v maps to, or updates it in the given mode if it exists, and
 // returns the new ETag.
 func UpsertAs[T any](ctx context.Context, t TableAPI, v T, mode UpdateMode) (ETag, error) {
-	_, e, err := structEntity(&v)
+	return writeAs(ctx, t, &v, ActionUpsert, mode, "")
+}
+
+// writeAs is UpdateAs and UpsertAs: on the embedded table, a Replace encodes v as a record
+// without building its Entity; a Merge, which merges with the stored entity's Properties,
+// builds it.
+func writeAs[T any](ctx context.Context, t TableAPI, v *T, kind ActionKind, mode UpdateMode, ifMatch ETag) (ETag, error) {
+	c, err := codecOf[T]()
 	if err != nil {
 		return "", err
+	}
+	base := unsafe.Pointer(v)
+	if w, ok := t.(recordWrites); ok && mode == Replace && w.typedBodies() {
+		ticks, err := writeStruct(ctx, w, c, base, kind, ifMatch)
+		if err != nil {
+			return "", err
+		}
+		return etagOf(ticks), nil
+	}
+	e, err := c.entity(base)
+	if err != nil {
+		return "", err
+	}
+	if kind == ActionUpdate {
+		return t.Update(ctx, e, mode, ifMatch)
 	}
 	return t.Upsert(ctx, e, mode)
 }

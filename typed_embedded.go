@@ -22,9 +22,6 @@ type recordSource interface {
 	prepareQuery(q Query) (preparedQuery, error)
 	// pageTo runs one page, giving its entities to sink (see scanner.go).
 	pageTo(ctx context.Context, p *preparedQuery, from Continuation, sink recordSink) (Page, error)
-	// applyOne is Table.Insert, Update, Upsert and Delete without building what they
-	// return: it returns the Timestamp written.
-	applyOne(ctx context.Context, a Action) (int64, error)
 }
 
 var _ recordSource = (*Table)(nil)
