@@ -10,8 +10,9 @@ import (
 // package documentation, "Go structs as entities" (doc.go); it is worked out in typed_codec.go.
 
 // GetAs reads one entity into a T; a missing one gives ResourceNotFound. On the embedded
-// table the stored record is decoded straight into the T; on another TableAPI (package
-// remote) the entity Get returns is converted, as EntityAs does.
+// table the stored record is decoded straight into the T, and on package remote's table
+// the response's JSON; on another TableAPI the entity Get returns is converted, as
+// EntityAs does.
 func GetAs[T any](ctx context.Context, t TableAPI, partitionKey, rowKey string) (T, error) {
 	var v T
 	c, err := codecOf[T]()
@@ -28,10 +29,7 @@ func GetAs[T any](ctx context.Context, t TableAPI, partitionKey, rowKey string) 
 		v, g.v = g.v, v
 		c.gets.Put(g)
 	} else {
-		var e Entity
-		if e, err = t.Get(ctx, partitionKey, rowKey); err == nil {
-			err = c.fill(unsafe.Pointer(&v), &e)
-		}
+		v, err = getVia[T](ctx, c, t, partitionKey, rowKey)
 	}
 	if err != nil {
 		var zero T
@@ -110,7 +108,7 @@ func writeAs[T any](ctx context.Context, t TableAPI, v *T, kind ActionKind, mode
 // QueryAll does. With q.Select, the fields of properties not selected stay zero. An entity
 // that does not fit T (a property of another type than its field's) ends the iteration with
 // its *StructError, after the Ts before it. On the embedded table each page's records are
-// decoded straight into Ts.
+// decoded straight into Ts, and on package remote's table each page's JSON.
 func QueryAs[T any](ctx context.Context, t TableAPI, q Query) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		c, err := codecOf[T]()
@@ -123,15 +121,7 @@ func QueryAs[T any](ctx context.Context, t TableAPI, q Query) iter.Seq2[T, error
 			queryRecordsAs(ctx, src, c, q, yield)
 			return
 		}
-		for e, err := range t.QueryAll(ctx, q) {
-			var v T
-			if err == nil {
-				err = c.fill(unsafe.Pointer(&v), &e)
-			}
-			if !yield(v, err) || err != nil {
-				return
-			}
-		}
+		queryVia(ctx, c, t, q, yield)
 	}
 }
 
