@@ -116,8 +116,15 @@ func (re *recordEncoder) property(name string, v *odata.Value) {
 	case odata.Boolean:
 		_ = enc.EncodeUint8(codeBoolean)
 		_ = enc.EncodeBool(v.Int != 0)
-	case odata.DateTime:
-		_ = enc.EncodeUint8(codeDateTime)
+	case odata.DateTime, odata.Int32, odata.Int64: // DateTimes in ticks
+		code := uint8(codeInt64)
+		switch v.Type {
+		case odata.DateTime:
+			code = codeDateTime
+		case odata.Int32:
+			code = codeInt32
+		}
+		_ = enc.EncodeUint8(code)
 		_ = enc.EncodeInt(v.Int)
 	case odata.Double:
 		_ = enc.EncodeUint8(codeDouble)
@@ -128,12 +135,6 @@ func (re *recordEncoder) property(name string, v *odata.Value) {
 		// would move the Value to the heap).
 		_ = enc.EncodeBytesLen(len(v.Guid))
 		re.buf.b = append(re.buf.b, v.Guid[:]...)
-	case odata.Int32:
-		_ = enc.EncodeUint8(codeInt32)
-		_ = enc.EncodeInt(v.Int)
-	case odata.Int64:
-		_ = enc.EncodeUint8(codeInt64)
-		_ = enc.EncodeInt(v.Int)
 	}
 }
 
