@@ -3,7 +3,6 @@ package tabula
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 )
@@ -138,22 +137,22 @@ func BenchmarkTypedEntityOf(b *testing.B) {
 // BenchmarkTypedInsertInMemory is InsertAs (typed) against the same write through an
 // Entity: entity, what InsertAs did before it encoded structs straight (EntityOf, then the
 // write without building what Insert returns), and map, EntityOf then Table.Insert.
-func BenchmarkTypedInsertInMemory(b *testing.B) { benchTypedInsert(b, "") }
+func BenchmarkTypedInsertInMemory(b *testing.B) { benchTypedInsert(b, false) }
 
 // BenchmarkTypedInsertOnDisk is BenchmarkTypedInsertInMemory on disk.
-func BenchmarkTypedInsertOnDisk(b *testing.B) { benchTypedInsert(b, b.TempDir()) }
+func BenchmarkTypedInsertOnDisk(b *testing.B) { benchTypedInsert(b, true) }
 
-func benchTypedInsert(b *testing.B, dir string) {
+func benchTypedInsert(b *testing.B, onDisk bool) {
 	ctx := context.Background()
 	v := benchRow{PartitionKey: "p", Name: "name 1", Count: 1, Score: 1.0 / 3, Created: time.Unix(1, 0), ID: Guid{1}}
 	for _, how := range []string{"typed", "entity", "map"} {
 		b.Run(how, func(b *testing.B) {
 			var db *DB
 			var err error
-			if dir == "" {
-				db, err = OpenInMemory(nil)
+			if onDisk {
+				db, err = Open(b.TempDir(), nil)
 			} else {
-				db, err = Open(filepath.Join(dir, how), nil)
+				db, err = OpenInMemory(nil)
 			}
 			if err != nil {
 				b.Fatal(err)
