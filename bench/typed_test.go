@@ -168,26 +168,7 @@ func benchTypedPointGet[T any, R interface {
 			n := 0
 			markCPU(b)
 			for b.Loop() {
-				k := fx.keys[n%len(fx.keys)]
-				key = entityKey(key[:0], spreadID, k.pk, k.rk)
-				v := new(T)
-				decode := func(rec []byte) error { return decodeRow(rr, rec, k.pk, k.rk, R(v)) }
-				var err error
-				if base.bt != nil {
-					rec, ok := btreeGet(base.bt.view(), key)
-					if !ok {
-						b.Fatal(errNotFound)
-					}
-					err = decode(rec)
-				} else {
-					err = base.db.View(func(txn *badger.Txn) error {
-						item, err := txn.Get(key)
-						if err != nil {
-							return err
-						}
-						return item.Value(decode)
-					})
-				}
+				v, err := rawGetRow[T, R](base, rr, &key, fx.keys[n%len(fx.keys)])
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -197,6 +178,74 @@ func benchTypedPointGet[T any, R interface {
 			reportRate(b, n, "entities/s")
 		})
 	}
+	// interleaved: the engine's reads and the first baseline's in turn, a batch of keys
+	// each, the one to go first alternating, so that the load of a shared machine, which
+	// moves between sub-benchmarks run one after the other, falls on both alike. It reports
+	// the engine's speed as a fraction of the baseline's: the baseline's time ÷ the engine's.
+	b.Run("interleaved", func(b *testing.B) {
+		const batch = 64
+		base := baselines(fx)[len(baselines(fx))-1] // btree in memory, else badger
+		rr := newRecordReader()
+		var key []byte
+		var engineTime, rawTime time.Duration
+		keys := make([]keyPair, batch)
+		n := 0
+		for b.Loop() {
+			for i := range keys {
+				keys[i] = fx.keys[(n+i)%len(fx.keys)]
+			}
+			for turn := range 2 {
+				engine := (turn == 0) == ((n/batch)%2 == 0)
+				start := time.Now()
+				for _, k := range keys {
+					var err error
+					if engine {
+						var v T
+						v, err = tabula.GetAs[T](ctx, fx.spread, k.pk, k.rk)
+						sinkRow = &v
+					} else {
+						sinkRow, err = rawGetRow[T, R](base, rr, &key, k)
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+				if engine {
+					engineTime += time.Since(start)
+				} else {
+					rawTime += time.Since(start)
+				}
+			}
+			n += batch
+		}
+		b.ReportMetric(float64(rawTime)/float64(engineTime), "engine/"+base.name)
+	})
+}
+
+// rawGetRow reads the entity of k from base as the baselines of BenchmarkTypedPointGet do,
+// into a new struct; key is a buffer for its key.
+func rawGetRow[T any, R interface {
+	*T
+	rawRow
+}](base baseline, rr *recordReader, key *[]byte, k keyPair) (*T, error) {
+	*key = entityKey((*key)[:0], spreadID, k.pk, k.rk)
+	v := new(T)
+	decode := func(rec []byte) error { return decodeRow(rr, rec, k.pk, k.rk, R(v)) }
+	if base.bt != nil {
+		rec, ok := btreeGet(base.bt.view(), *key)
+		if !ok {
+			return nil, errNotFound
+		}
+		return v, decode(rec)
+	}
+	err := base.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(*key)
+		if err != nil {
+			return err
+		}
+		return item.Value(decode)
+	})
+	return v, err
 }
 
 // BenchmarkTypedPartitionScan is BenchmarkPartitionScan into structs: one 1,000-entity page
