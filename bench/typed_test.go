@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"testing"
 	"time"
@@ -263,16 +264,7 @@ func benchTypedPartitionScan[T any, R interface {
 	rawRow
 }](b *testing.B) {
 	fx := sharedFixture(b)
-	const pages = deepRows / tabula.MaxEntitiesPerPage
-	// QueryAs follows continuations itself; each operation starts it at a page's first
-	// entity, with the token the engine's pages end with.
-	starts := make([]tabula.Continuation, pages)
-	for p := range starts {
-		if p > 0 {
-			starts[p] = tabula.Continuation{NextPartitionKey: twire.EncodeToken(fx.deepPK),
-				NextRowKey: twire.EncodeToken(RowKey(fx.deepPref, p*tabula.MaxEntitiesPerPage))}
-		}
-	}
+	starts := pageStarts(fx)
 	filter := partitionFilter(fx.deepPK)
 	b.Run("engine", func(b *testing.B) {
 		b.ReportAllocs()
@@ -281,7 +273,7 @@ func benchTypedPartitionScan[T any, R interface {
 		markCPU(b)
 		for b.Loop() {
 			rows = rows[:0]
-			q := tabula.Query{Filter: filter, Continuation: starts[p%pages]}
+			q := tabula.Query{Filter: filter, Continuation: starts[p%len(starts)]}
 			for v, err := range tabula.QueryAs[T](ctx, fx.deep, q) {
 				if err != nil {
 					b.Fatal(err)
@@ -326,6 +318,79 @@ func benchTypedPartitionScan[T any, R interface {
 				}
 				sinkRow = rows
 			}
+			reportRate(b, n, "entities/s")
+		})
+	}
+}
+
+// pageStarts are the continuations of the pages of the deep partition: QueryAs follows
+// continuations itself, and each operation starts it at a page's first entity, with the
+// token the engine's pages end with.
+func pageStarts(fx *readFixture) []tabula.Continuation {
+	starts := make([]tabula.Continuation, deepRows/tabula.MaxEntitiesPerPage)
+	for p := range starts {
+		if p > 0 {
+			starts[p] = tabula.Continuation{NextPartitionKey: twire.EncodeToken(fx.deepPK),
+				NextRowKey: twire.EncodeToken(RowKey(fx.deepPref, p*tabula.MaxEntitiesPerPage))}
+		}
+	}
+	return starts
+}
+
+// BenchmarkTypedRemotePage is QueryAs through package remote, against tabula serve in
+// process (bench/remote_test.go): typed, which decodes each response's JSON straight into
+// structs, and map, what QueryAs did before it (QueryAll's Entities, then EntityAs). One
+// 1,000-entity page of the 100,000-entity partition per operation.
+func BenchmarkTypedRemotePage(b *testing.B) {
+	if shape == ShapeMixed {
+		benchTypedRemotePage[mixedRow](b)
+	} else {
+		benchTypedRemotePage[payloadRow](b)
+	}
+}
+
+func benchTypedRemotePage[T any](b *testing.B) {
+	fx := sharedFixture(b)
+	tbl := remoteTable(b, fx.engine, "Deep")
+	starts := pageStarts(fx)
+	filter := partitionFilter(fx.deepPK)
+	for _, typed := range []bool{true, false} {
+		b.Run(map[bool]string{true: "typed", false: "map"}[typed], func(b *testing.B) {
+			b.ReportAllocs()
+			var last T
+			n, p := 0, 0
+			markCPU(b)
+			for b.Loop() {
+				q := tabula.Query{Filter: filter, Continuation: starts[p%len(starts)]}
+				got := 0
+				take := func(v T, err error) bool {
+					if err != nil {
+						b.Fatal(err)
+					}
+					last, got = v, got+1
+					return got < tabula.MaxEntitiesPerPage
+				}
+				if typed {
+					for v, err := range tabula.QueryAs[T](ctx, tbl, q) {
+						if !take(v, err) {
+							break
+						}
+					}
+				} else {
+					for e, err := range tbl.QueryAll(ctx, q) {
+						v, verr := tabula.EntityAs[T](e)
+						if !take(v, cmp.Or(err, verr)) {
+							break
+						}
+					}
+				}
+				if got != tabula.MaxEntitiesPerPage {
+					b.Fatalf("page of %d entities", got)
+				}
+				n += got
+				p++
+			}
+			sinkRow = last
 			reportRate(b, n, "entities/s")
 		})
 	}
