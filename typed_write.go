@@ -49,7 +49,7 @@ func (w *structBody) release() {
 }
 
 // writeStruct is a typed Insert, or Update or Upsert in Replace mode, of the struct at base
-// on src, if src takes bodies (ok); it returns the Timestamp written.
+// on src, which takes bodies (typedBodies); it returns the Timestamp written.
 func writeStruct(ctx context.Context, src recordWrites, c *structCodec, base unsafe.Pointer, kind ActionKind, ifMatch ETag) (int64, error) {
 	w := bodyPool.Get().(*structBody)
 	defer w.release()
