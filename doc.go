@@ -72,13 +72,15 @@
 //
 // A property whose stored type is not its field's is an error naming the field, except that
 // an Int32 reads into an Edm.Int64 field (int64 or int), which always holds it. Every rule of
-// the service holds as for an Entity, with the same errors: the struct becomes an Entity to
-// be checked (names, limits, Merge and Replace, ETags), and a zero time.Time, which predates
-// the service's earliest DateTime, is refused unless omitempty leaves it out.
+// the service holds as for an Entity, with the same errors: the struct is checked as the
+// Entity it maps to (names, limits, Merge and Replace, ETags), and a zero time.Time, which
+// predates the service's earliest DateTime, is refused unless omitempty leaves it out.
 //
 // The mapping is worked out once per type and cached; a struct that does not map is a
 // *StructError naming the field. On the embedded engine, GetAs and QueryAs decode the stored
-// record straight into the struct, without building Entity.Properties.
+// record straight into the struct, and InsertAs, and UpdateAs and UpsertAs in Replace mode,
+// encode the struct straight into a record, without building Entity.Properties; on package
+// remote's table, GetAs and QueryAs decode the service's JSON straight into the struct.
 //
 // # Operations
 //

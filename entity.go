@@ -373,24 +373,14 @@ func isIdentifierRune(r rune, first bool) bool {
 func validateValue(name string, v Property) (int, error) {
 	switch v := v.(type) {
 	case String:
-		if !utf8.ValidString(string(v)) {
-			return 0, ErrInvalidInput.WithDetail("property %q: string is not valid UTF-8", name)
-		}
-		n := utf16Len(string(v))
-		if n > MaxStringLength {
-			return 0, ErrPropertyValueTooLarge.WithDetail("property %q: string is %d UTF-16 code units long; the limit is %d", name, n, MaxStringLength)
-		}
-		return 2*n + 4, nil // valueSize, without counting again
+		return validateString(name, string(v))
 	case Binary:
-		if len(v) > MaxBinaryLength {
-			return 0, ErrPropertyValueTooLarge.WithDetail("property %q: binary value is %d bytes; the limit is %d", name, len(v), MaxBinaryLength)
+		if err := validateBinaryLen(name, len(v)); err != nil {
+			return 0, err
 		}
 	case DateTime:
-		t := time.Time(v)
-		if t.Before(minDateTime) || t.After(maxDateTime) {
-			msg := fmt.Sprintf("The '%s' parameter of value '%s' is out of range.", name, t.UTC().Format("01/02/2006 15:04:05"))
-			return 0, ErrOutOfRangeInput.WithMessage(msg, "property %q: DateTime %s is outside %s..%s", name,
-				formatTime(t), formatTime(minDateTime), formatTime(maxDateTime))
+		if err := validateDateTime(name, time.Time(v)); err != nil {
+			return 0, err
 		}
 	case Boolean, Double, Guid, Int32, Int64:
 	default:
@@ -398,6 +388,37 @@ func validateValue(name string, v Property) (int, error) {
 		return 0, ErrInvalidValueType.WithDetail("property %q has unsupported type %T", name, v)
 	}
 	return valueSize(v), nil
+}
+
+// validateString applies the Edm.String rules to s and returns its size (validateValue's,
+// for a value not boxed as a Property: the typed writes').
+func validateString(name, s string) (int, error) {
+	if !utf8.ValidString(s) {
+		return 0, ErrInvalidInput.WithDetail("property %q: string is not valid UTF-8", name)
+	}
+	n := utf16Len(s)
+	if n > MaxStringLength {
+		return 0, ErrPropertyValueTooLarge.WithDetail("property %q: string is %d UTF-16 code units long; the limit is %d", name, n, MaxStringLength)
+	}
+	return 2*n + 4, nil // valueSize, without counting again
+}
+
+// validateBinaryLen applies the Edm.Binary limit to a value of n bytes.
+func validateBinaryLen(name string, n int) error {
+	if n > MaxBinaryLength {
+		return ErrPropertyValueTooLarge.WithDetail("property %q: binary value is %d bytes; the limit is %d", name, n, MaxBinaryLength)
+	}
+	return nil
+}
+
+// validateDateTime applies the Edm.DateTime range to t.
+func validateDateTime(name string, t time.Time) error {
+	if t.Before(minDateTime) || t.After(maxDateTime) {
+		msg := fmt.Sprintf("The '%s' parameter of value '%s' is out of range.", name, t.UTC().Format("01/02/2006 15:04:05"))
+		return ErrOutOfRangeInput.WithMessage(msg, "property %q: DateTime %s is outside %s..%s", name,
+			formatTime(t), formatTime(minDateTime), formatTime(maxDateTime))
+	}
+	return nil
 }
 
 // valueSize is sizeof(value) in the service's entity size formula.

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"sync"
-	"time"
 	"unsafe"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -78,43 +77,65 @@ func recordSize(props Properties, names []string) int {
 func appendRecord(dst []byte, ticks int64, props Properties, names []string) []byte {
 	re := encoderPool.Get().(*recordEncoder)
 	defer encoderPool.Put(re)
-	re.buf.b = append(dst, recordVersion)
-	enc := re.enc
+	re.buf.b = appendRecordHead(dst, ticks)
 	// Writes to a recordBuffer cannot fail, so the encoder's errors are not checked.
-	_ = enc.EncodeInt(ticks)
-	_ = enc.EncodeArrayLen(len(names))
+	_ = re.enc.EncodeArrayLen(len(names))
 	for _, name := range names {
-		_ = enc.EncodeString(name)
-		switch v := props[name].(type) {
-		case String:
-			_ = enc.EncodeUint8(codeString)
-			_ = enc.EncodeString(string(v))
-		case Binary:
-			_ = enc.EncodeUint8(codeBinary)
-			_ = enc.EncodeBytes(v)
-		case Boolean:
-			_ = enc.EncodeUint8(codeBoolean)
-			_ = enc.EncodeBool(bool(v))
-		case DateTime:
-			_ = enc.EncodeUint8(codeDateTime)
-			_ = enc.EncodeInt(ticksOf(time.Time(v)))
-		case Double:
-			_ = enc.EncodeUint8(codeDouble)
-			_ = enc.EncodeFloat64(float64(v))
-		case Guid:
-			_ = enc.EncodeUint8(codeGuid)
-			_ = enc.EncodeBytes(v[:])
-		case Int32:
-			_ = enc.EncodeUint8(codeInt32)
-			_ = enc.EncodeInt(int64(v))
-		case Int64:
-			_ = enc.EncodeUint8(codeInt64)
-			_ = enc.EncodeInt(int64(v))
-		}
+		v := ValueOf(props[name])
+		re.property(name, &v)
 	}
 	out := re.buf.b
 	re.buf.b = nil // the record now belongs to the caller
 	return out
+}
+
+// appendRecordHead appends what a record holds before its properties' count: the version
+// and the Timestamp. The typed writes encode the rest before the write's Timestamp is known
+// (structCodec.appendBody).
+func appendRecordHead(dst []byte, ticks int64) []byte {
+	re := encoderPool.Get().(*recordEncoder)
+	defer encoderPool.Put(re)
+	re.buf.b = append(dst, recordVersion)
+	_ = re.enc.EncodeInt(ticks)
+	out := re.buf.b
+	re.buf.b = nil
+	return out
+}
+
+// property writes one property of a record: its name, type code and value.
+func (re *recordEncoder) property(name string, v *odata.Value) {
+	enc := re.enc
+	_ = enc.EncodeString(name)
+	switch v.Type {
+	case odata.String:
+		_ = enc.EncodeUint8(codeString)
+		_ = enc.EncodeString(v.Str)
+	case odata.Binary:
+		_ = enc.EncodeUint8(codeBinary)
+		_ = enc.EncodeBytes(v.Bytes)
+	case odata.Boolean:
+		_ = enc.EncodeUint8(codeBoolean)
+		_ = enc.EncodeBool(v.Int != 0)
+	case odata.DateTime, odata.Int32, odata.Int64: // DateTimes in ticks
+		code := uint8(codeInt64)
+		switch v.Type {
+		case odata.DateTime:
+			code = codeDateTime
+		case odata.Int32:
+			code = codeInt32
+		}
+		_ = enc.EncodeUint8(code)
+		_ = enc.EncodeInt(v.Int)
+	case odata.Double:
+		_ = enc.EncodeUint8(codeDouble)
+		_ = enc.EncodeFloat64(v.Float)
+	case odata.Guid:
+		_ = enc.EncodeUint8(codeGuid)
+		// As EncodeBytes writes it, without handing the array to its io.Writer (which
+		// would move the Value to the heap).
+		_ = enc.EncodeBytesLen(len(v.Guid))
+		re.buf.b = append(re.buf.b, v.Guid[:]...)
+	}
 }
 
 // writeArena holds the keys and records of one call's writes, which the store references

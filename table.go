@@ -198,6 +198,23 @@ func (t *Table) applyOne(ctx context.Context, a Action) (int64, error) {
 			return 0, err
 		}
 	}
+	return t.applyValid(ctx, a, names, nil)
+}
+
+// applyBody is applyOne for an Insert, or an Update or Upsert in Replace mode, of the keys
+// of a.Entity, whose properties are the record's body (what follows its Timestamp, as
+// structCodec.appendBody encodes it), validated by the caller by the rules validate and
+// the DB's flavour apply. The typed writes come this way, without building Properties.
+func (t *Table) applyBody(ctx context.Context, a Action, body []byte) (int64, error) {
+	return t.applyValid(ctx, a, nil, body)
+}
+
+// typedBodies reports whether applyBody may be used: not under a flavour's rules, which
+// read an entity's Properties.
+func (t *Table) typedBodies() bool { return t.db.flavor == nil }
+
+// applyValid applies a validated action, whose record is body when body is not nil.
+func (t *Table) applyValid(ctx context.Context, a Action, names []string, body []byte) (int64, error) {
 	ot, err := t.acquire(ctx)
 	if err != nil {
 		return 0, err
@@ -210,7 +227,7 @@ func (t *Table) applyOne(ctx context.Context, a Action) (int64, error) {
 		return 0, err
 	}
 	op := writeOpPool.Get().(*writeOp)
-	op.db, op.ctx, op.id, op.a, op.names = t.db, ctx, ot.rec.ID, a, names
+	op.db, op.ctx, op.id, op.a, op.names, op.body = t.db, ctx, ot.rec.ID, a, names, body
 	err = storageError(t.db.store.Update(op.run))
 	out := op.out
 	op.arena.reset() // the commit is over
@@ -231,6 +248,7 @@ type writeOp struct {
 	id    uint64
 	a     Action
 	names []string
+	body  []byte // the record's properties, encoded, when the action has no Properties
 	out   applied
 	run   func(*storage.Txn) error // writeOp.apply
 	arena writeArena               // the write's key and record
@@ -244,7 +262,7 @@ var writeOpPool = sync.Pool{New: func() any {
 
 // apply is DB.update's closure for the action: it may run more than once.
 func (op *writeOp) apply(tx *storage.Txn) (err error) {
-	if op.out, err = op.db.apply(tx, op.id, &op.a, op.names, &op.arena); err != nil {
+	if op.out, err = op.db.applyRecord(tx, op.id, &op.a, op.names, op.body, &op.arena); err != nil {
 		return err
 	}
 	return op.ctx.Err()
@@ -263,6 +281,12 @@ type applied struct {
 // transactions alike. The key and record it writes are carved from arena, which must hold
 // them until the commit is over.
 func (db *DB) apply(tx *storage.Txn, id uint64, a *Action, names []string, arena *writeArena) (applied, error) {
+	return db.applyRecord(tx, id, a, names, nil, arena)
+}
+
+// applyRecord is apply, with the record's properties already encoded in body when it is not
+// nil (Table.applyBody: never a Merge).
+func (db *DB) applyRecord(tx *storage.Txn, id uint64, a *Action, names []string, body []byte, arena *writeArena) (applied, error) {
 	e := &a.Entity
 	start := len(arena.b)
 	arena.b = appendEntityKey(arena.b, id, e.PartitionKey, e.RowKey)
@@ -329,7 +353,11 @@ func (db *DB) apply(tx *storage.Txn, id uint64, a *Action, names []string, arena
 		return applied{}, err
 	}
 	start = len(arena.b)
-	arena.b = appendRecord(arena.b, ticks, props, names)
+	if body != nil {
+		arena.b = append(appendRecordHead(arena.b, ticks), body...)
+	} else {
+		arena.b = appendRecord(arena.b, ticks, props, names)
+	}
 	record := arena.carve(start)
 	out := applied{ticks: ticks, bytes: int64(len(key)+len(record)) - oldSize}
 	if !found {

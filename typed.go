@@ -10,8 +10,9 @@ import (
 // package documentation, "Go structs as entities" (doc.go); it is worked out in typed_codec.go.
 
 // GetAs reads one entity into a T; a missing one gives ResourceNotFound. On the embedded
-// table the stored record is decoded straight into the T; on another TableAPI (package
-// remote) the entity Get returns is converted, as EntityAs does.
+// table the stored record is decoded straight into the T, and on package remote's table
+// the response's JSON; on another TableAPI the entity Get returns is converted, as
+// EntityAs does.
 func GetAs[T any](ctx context.Context, t TableAPI, partitionKey, rowKey string) (T, error) {
 	var v T
 	c, err := codecOf[T]()
@@ -28,10 +29,7 @@ func GetAs[T any](ctx context.Context, t TableAPI, partitionKey, rowKey string) 
 		v, g.v = g.v, v
 		c.gets.Put(g)
 	} else {
-		var e Entity
-		if e, err = t.Get(ctx, partitionKey, rowKey); err == nil {
-			err = c.fill(unsafe.Pointer(&v), &e)
-		}
+		v, err = getVia[T](ctx, c, t, partitionKey, rowKey)
 	}
 	if err != nil {
 		var zero T
@@ -42,44 +40,66 @@ func GetAs[T any](ctx context.Context, t TableAPI, partitionKey, rowKey string) 
 
 // InsertAs adds the entity v maps to, which must not exist yet (EntityAlreadyExists
 // otherwise), and returns v with its Timestamp and ETag fields set to the stored version's.
+// On the embedded table v is checked and encoded as a record without building its Entity.
 func InsertAs[T any](ctx context.Context, t TableAPI, v T) (T, error) {
-	c, e, err := structEntity(&v)
+	c, err := codecOf[T]()
 	if err != nil {
 		return v, err
 	}
+	base := unsafe.Pointer(&v)
 	var stored Entity
-	if src, ok := t.(recordSource); ok {
-		// Table.Insert would copy the properties into the entity it returns.
+	if w, ok := t.(recordWrites); ok && w.typedBodies() {
 		var ticks int64
-		if ticks, err = src.applyOne(ctx, InsertAction(e)); err == nil {
+		if ticks, err = writeStruct(ctx, w, c, base, ActionInsert, ""); err == nil {
 			stored.Timestamp, stored.ETag = timeOfTicks(ticks), etagOf(ticks)
 		}
 	} else {
-		stored, err = t.Insert(ctx, e)
+		var e Entity
+		if e, err = c.entity(base); err == nil {
+			stored, err = t.Insert(ctx, e)
+		}
 	}
 	if err != nil {
 		return v, err
 	}
-	c.setVersion(unsafe.Pointer(&v), stored.Timestamp, stored.ETag)
+	c.setVersion(base, stored.Timestamp, stored.ETag)
 	return v, nil
 }
 
 // UpdateAs changes the existing entity v maps to, in the given mode, if its current version
 // matches ifMatch (such as v's ETag field as read, or AnyETag), and returns the new ETag.
 func UpdateAs[T any](ctx context.Context, t TableAPI, v T, mode UpdateMode, ifMatch ETag) (ETag, error) {
-	_, e, err := structEntity(&v)
-	if err != nil {
-		return "", err
-	}
-	return t.Update(ctx, e, mode, ifMatch)
+	return writeAs(ctx, t, &v, ActionUpdate, mode, ifMatch)
 }
 
 // UpsertAs inserts the entity v maps to, or updates it in the given mode if it exists, and
 // returns the new ETag.
 func UpsertAs[T any](ctx context.Context, t TableAPI, v T, mode UpdateMode) (ETag, error) {
-	_, e, err := structEntity(&v)
+	return writeAs(ctx, t, &v, ActionUpsert, mode, "")
+}
+
+// writeAs is UpdateAs and UpsertAs: on the embedded table, a Replace encodes v as a record
+// without building its Entity; a Merge, which merges with the stored entity's Properties,
+// builds it.
+func writeAs[T any](ctx context.Context, t TableAPI, v *T, kind ActionKind, mode UpdateMode, ifMatch ETag) (ETag, error) {
+	c, err := codecOf[T]()
 	if err != nil {
 		return "", err
+	}
+	base := unsafe.Pointer(v)
+	if w, ok := t.(recordWrites); ok && mode == Replace && w.typedBodies() {
+		ticks, err := writeStruct(ctx, w, c, base, kind, ifMatch)
+		if err != nil {
+			return "", err
+		}
+		return etagOf(ticks), nil
+	}
+	e, err := c.entity(base)
+	if err != nil {
+		return "", err
+	}
+	if kind == ActionUpdate {
+		return t.Update(ctx, e, mode, ifMatch)
 	}
 	return t.Upsert(ctx, e, mode)
 }
@@ -88,7 +108,7 @@ func UpsertAs[T any](ctx context.Context, t TableAPI, v T, mode UpdateMode) (ETa
 // QueryAll does. With q.Select, the fields of properties not selected stay zero. An entity
 // that does not fit T (a property of another type than its field's) ends the iteration with
 // its *StructError, after the Ts before it. On the embedded table each page's records are
-// decoded straight into Ts.
+// decoded straight into Ts, and on package remote's table each page's JSON.
 func QueryAs[T any](ctx context.Context, t TableAPI, q Query) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		c, err := codecOf[T]()
@@ -101,15 +121,7 @@ func QueryAs[T any](ctx context.Context, t TableAPI, q Query) iter.Seq2[T, error
 			queryRecordsAs(ctx, src, c, q, yield)
 			return
 		}
-		for e, err := range t.QueryAll(ctx, q) {
-			var v T
-			if err == nil {
-				err = c.fill(unsafe.Pointer(&v), &e)
-			}
-			if !yield(v, err) || err != nil {
-				return
-			}
-		}
+		queryVia(ctx, c, t, q, yield)
 	}
 }
 

@@ -56,6 +56,7 @@ const (
 // structField is one property a struct maps.
 type structField struct {
 	name      string // the property's
+	nameLen   int    // name's length in UTF-16 code units
 	goName    string // the field's path, for errors
 	offset    uintptr
 	kind      fieldKind
@@ -196,11 +197,13 @@ func (c *structCodec) withErr(err error) *structCodec {
 // after the name: omitempty, and an EDM type where Go's type does not say it.
 func newStructField(f reflect.StructField, name, opts string) (structField, *StructError) {
 	sf := structField{name: name}
-	if _, err := validatePropertyName(name); err != nil {
+	n, err := validatePropertyName(name)
+	if err != nil {
 		var te *Error
 		errors.As(err, &te)
 		return sf, &StructError{Problem: te.Detail, Err: err} // the detail names the property
 	}
+	sf.nameLen = n
 	var edm EdmType
 	for opt := range strings.SplitSeq(opts, ",") {
 		switch {
@@ -262,49 +265,68 @@ func fieldAt(base unsafe.Pointer, off uintptr) unsafe.Pointer { return unsafe.Ad
 // value returns the field's property at base, and whether it is there to write: a nil
 // pointer, and an empty value with omitempty, are not.
 func (f *structField) value(base unsafe.Pointer) (Property, bool, error) {
+	v, ok, err := f.odataValue(base)
+	if !ok || err != nil {
+		return nil, ok, err
+	}
+	if f.kind == kindTime { // as given, not yet cut to the service's ticks
+		return DateTime(*(*time.Time)(f.addr(base))), true, nil
+	}
+	return PropertyOf(v), true, nil
+}
+
+// addr is the address of the field's value at base; nil for a nil pointer.
+func (f *structField) addr(base unsafe.Pointer) unsafe.Pointer {
 	p := fieldAt(base, f.offset)
 	if f.ptr != nil {
 		p = *(*unsafe.Pointer)(p)
-		if p == nil {
-			return nil, false, nil
-		}
 	}
-	var v Property
+	return p
+}
+
+// odataValue is value as an odata.Value, which holds a DateTime in ticks, without boxing it:
+// the typed writes encode it so.
+func (f *structField) odataValue(base unsafe.Pointer) (odata.Value, bool, error) {
+	var v odata.Value
+	p := f.addr(base)
+	if p == nil {
+		return v, false, nil
+	}
 	empty := false
 	switch f.kind {
 	case kindString:
 		s := *(*string)(p)
-		v, empty = String(s), s == ""
+		v, empty = odata.StringValue(s), s == ""
 	case kindGuidText:
 		s := *(*string)(p)
 		if s == "" && f.omitempty {
-			return nil, false, nil
+			return v, false, nil
 		}
 		g, err := ParseGuid(s)
 		if err != nil {
-			return nil, false, err
+			return v, false, err
 		}
-		v = g
+		v = odata.GuidValue(g)
 	case kindBinary:
 		b := *(*[]byte)(p)
-		v, empty = Binary(b), len(b) == 0
+		v, empty = odata.BinaryValue(b), len(b) == 0
 	case kindBool:
 		b := *(*bool)(p)
-		v, empty = Boolean(b), !b
+		v, empty = odata.BooleanValue(b), !b
 	case kindTime:
-		t := *(*time.Time)(p)
-		v, empty = DateTime(t), t.IsZero()
+		t := (*time.Time)(p)
+		v, empty = odata.DateTimeValue(ticksOf(*t)), t.IsZero()
 	case kindFloat64:
 		d := *(*float64)(p)
-		v, empty = Double(d), d == 0
+		v, empty = odata.DoubleValue(d), d == 0
 	case kindGuid:
 		g := *(*Guid)(p)
-		v, empty = g, g == Guid{}
+		v, empty = odata.GuidValue(g), g == Guid{}
 	case kindInt32:
 		i := *(*int32)(p)
-		v, empty = Int32(i), i == 0
+		v, empty = odata.Int32Value(i), i == 0
 		if f.edm == odata.Int64 {
-			v = Int64(i)
+			v = odata.Int64Value(int64(i))
 		}
 	case kindInt64, kindInt:
 		var i int64
@@ -313,16 +335,16 @@ func (f *structField) value(base unsafe.Pointer) (Property, bool, error) {
 		} else {
 			i = *(*int64)(p)
 		}
-		v, empty = Int64(i), i == 0
+		v, empty = odata.Int64Value(i), i == 0
 		if f.edm == odata.Int32 {
 			if i < math.MinInt32 || i > math.MaxInt32 {
-				return nil, false, fmt.Errorf("value %d does not fit the field's Edm.Int32", i)
+				return odata.Value{}, false, fmt.Errorf("value %d does not fit the field's Edm.Int32", i)
 			}
-			v = Int32(i)
+			v = odata.Int32Value(int32(i))
 		}
 	}
 	if empty && f.omitempty && f.ptr == nil {
-		return nil, false, nil
+		return odata.Value{}, false, nil
 	}
 	return v, true, nil
 }

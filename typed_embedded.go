@@ -5,8 +5,6 @@ import (
 	"reflect"
 	"time"
 	"unsafe"
-
-	"github.com/tabuladb/tabula/internal/wire"
 )
 
 // The typed reads of the embedded engine: a stored record is decoded straight into the
@@ -22,9 +20,6 @@ type recordSource interface {
 	prepareQuery(q Query) (preparedQuery, error)
 	// pageTo runs one page, giving its entities to sink (see scanner.go).
 	pageTo(ctx context.Context, p *preparedQuery, from Continuation, sink recordSink) (Page, error)
-	// applyOne is Table.Insert, Update, Upsert and Delete without building what they
-	// return: it returns the Timestamp written.
-	applyOne(ctx context.Context, a Action) (int64, error)
 }
 
 var _ recordSource = (*Table)(nil)
@@ -52,9 +47,14 @@ type typedGet struct {
 	r      *recordReader
 	base   unsafe.Pointer
 	pk, rk string
-	dirty  bool                      // base holds an earlier attempt's decoding
-	err    error                     // a property that did not fit its field
-	sink   func(record []byte) error // typedGet.decode
+	dirty  bool  // base holds an earlier attempt's decoding
+	err    error // a property that did not fit its field
+	// op is the read's own getOp, its sink typedGet.decode: not taken from getOpPool on
+	// every read.
+	op *getOp
+	// etags formats ETags; entities written in the same second, as a batch's or a load's
+	// are, share the formatting of its date and clock.
+	etags etagCache
 }
 
 // typedGetOf is a typedGet with the T it decodes into.
@@ -64,8 +64,10 @@ type typedGetOf[T any] struct {
 }
 
 func newTypedGet[T any](c *structCodec) *typedGetOf[T] {
-	g := &typedGetOf[T]{typedGet: typedGet{r: c.newRecordReader()}}
-	g.base, g.sink = unsafe.Pointer(&g.v), g.decode
+	g := &typedGetOf[T]{typedGet: typedGet{r: c.newRecordReader(), etags: etagCache{second: -1}}}
+	g.base = unsafe.Pointer(&g.v)
+	g.op = &getOp{sink: g.decode}
+	g.op.view, g.op.value = g.op.read, g.op.decode
 	if c.etag != noField {
 		g.r.spare = maxETagLen // the ETag goes with the struct's strings
 	}
@@ -97,7 +99,7 @@ func (g *typedGet) decode(record []byte) error {
 			r.strs.grow(maxETagLen)
 		}
 		var buf [maxETagLen]byte
-		*(*ETag)(fieldAt(g.base, c.etag)) = ETag(r.strs.add(wire.AppendETag(buf[:0], ticks)))
+		*(*ETag)(fieldAt(g.base, c.etag)) = ETag(r.strs.add(g.etags.appendETag(buf[:0], ticks)))
 	}
 	return nil
 }
@@ -108,10 +110,11 @@ func (t *Table) lookupAs(ctx context.Context, g *typedGet, pk, rk string) error 
 		return err
 	}
 	g.pk, g.rk = pk, rk
-	op := getOpPool.Get().(*getOp)
-	op.sink = g.sink
-	err := t.lookup(ctx, op, pk, rk)
-	op.release()
+	err := t.lookup(ctx, g.op, pk, rk)
+	g.op.pk, g.op.rk = "", ""
+	if cap(g.op.key) > 1024 {
+		g.op.key = nil // as getOp.release
+	}
 	if err == nil {
 		err = g.err
 	}

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"testing"
 	"time"
@@ -168,26 +169,7 @@ func benchTypedPointGet[T any, R interface {
 			n := 0
 			markCPU(b)
 			for b.Loop() {
-				k := fx.keys[n%len(fx.keys)]
-				key = entityKey(key[:0], spreadID, k.pk, k.rk)
-				v := new(T)
-				decode := func(rec []byte) error { return decodeRow(rr, rec, k.pk, k.rk, R(v)) }
-				var err error
-				if base.bt != nil {
-					rec, ok := btreeGet(base.bt.view(), key)
-					if !ok {
-						b.Fatal(errNotFound)
-					}
-					err = decode(rec)
-				} else {
-					err = base.db.View(func(txn *badger.Txn) error {
-						item, err := txn.Get(key)
-						if err != nil {
-							return err
-						}
-						return item.Value(decode)
-					})
-				}
+				v, err := rawGetRow[T, R](base, rr, &key, fx.keys[n%len(fx.keys)])
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -197,6 +179,74 @@ func benchTypedPointGet[T any, R interface {
 			reportRate(b, n, "entities/s")
 		})
 	}
+	// interleaved: the engine's reads and the first baseline's in turn, a batch of keys
+	// each, the one to go first alternating, so that the load of a shared machine, which
+	// moves between sub-benchmarks run one after the other, falls on both alike. It reports
+	// the engine's speed as a fraction of the baseline's: the baseline's time ÷ the engine's.
+	b.Run("interleaved", func(b *testing.B) {
+		const batch = 64
+		base := baselines(fx)[len(baselines(fx))-1] // btree in memory, else badger
+		rr := newRecordReader()
+		var key []byte
+		var engineTime, rawTime time.Duration
+		keys := make([]keyPair, batch)
+		n := 0
+		for b.Loop() {
+			for i := range keys {
+				keys[i] = fx.keys[(n+i)%len(fx.keys)]
+			}
+			for turn := range 2 {
+				engine := (turn == 0) == ((n/batch)%2 == 0)
+				start := time.Now()
+				for _, k := range keys {
+					var err error
+					if engine {
+						var v T
+						v, err = tabula.GetAs[T](ctx, fx.spread, k.pk, k.rk)
+						sinkRow = &v
+					} else {
+						sinkRow, err = rawGetRow[T, R](base, rr, &key, k)
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+				if engine {
+					engineTime += time.Since(start)
+				} else {
+					rawTime += time.Since(start)
+				}
+			}
+			n += batch
+		}
+		b.ReportMetric(float64(rawTime)/float64(engineTime), "engine/"+base.name)
+	})
+}
+
+// rawGetRow reads the entity of k from base as the baselines of BenchmarkTypedPointGet do,
+// into a new struct; key is a buffer for its key.
+func rawGetRow[T any, R interface {
+	*T
+	rawRow
+}](base baseline, rr *recordReader, key *[]byte, k keyPair) (*T, error) {
+	*key = entityKey((*key)[:0], spreadID, k.pk, k.rk)
+	v := new(T)
+	decode := func(rec []byte) error { return decodeRow(rr, rec, k.pk, k.rk, R(v)) }
+	if base.bt != nil {
+		rec, ok := btreeGet(base.bt.view(), *key)
+		if !ok {
+			return nil, errNotFound
+		}
+		return v, decode(rec)
+	}
+	err := base.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(*key)
+		if err != nil {
+			return err
+		}
+		return item.Value(decode)
+	})
+	return v, err
 }
 
 // BenchmarkTypedPartitionScan is BenchmarkPartitionScan into structs: one 1,000-entity page
@@ -214,16 +264,7 @@ func benchTypedPartitionScan[T any, R interface {
 	rawRow
 }](b *testing.B) {
 	fx := sharedFixture(b)
-	const pages = deepRows / tabula.MaxEntitiesPerPage
-	// QueryAs follows continuations itself; each operation starts it at a page's first
-	// entity, with the token the engine's pages end with.
-	starts := make([]tabula.Continuation, pages)
-	for p := range starts {
-		if p > 0 {
-			starts[p] = tabula.Continuation{NextPartitionKey: twire.EncodeToken(fx.deepPK),
-				NextRowKey: twire.EncodeToken(RowKey(fx.deepPref, p*tabula.MaxEntitiesPerPage))}
-		}
-	}
+	starts := pageStarts(fx)
 	filter := partitionFilter(fx.deepPK)
 	b.Run("engine", func(b *testing.B) {
 		b.ReportAllocs()
@@ -232,7 +273,7 @@ func benchTypedPartitionScan[T any, R interface {
 		markCPU(b)
 		for b.Loop() {
 			rows = rows[:0]
-			q := tabula.Query{Filter: filter, Continuation: starts[p%pages]}
+			q := tabula.Query{Filter: filter, Continuation: starts[p%len(starts)]}
 			for v, err := range tabula.QueryAs[T](ctx, fx.deep, q) {
 				if err != nil {
 					b.Fatal(err)
@@ -277,6 +318,79 @@ func benchTypedPartitionScan[T any, R interface {
 				}
 				sinkRow = rows
 			}
+			reportRate(b, n, "entities/s")
+		})
+	}
+}
+
+// pageStarts are the continuations of the pages of the deep partition: QueryAs follows
+// continuations itself, and each operation starts it at a page's first entity, with the
+// token the engine's pages end with.
+func pageStarts(fx *readFixture) []tabula.Continuation {
+	starts := make([]tabula.Continuation, deepRows/tabula.MaxEntitiesPerPage)
+	for p := range starts {
+		if p > 0 {
+			starts[p] = tabula.Continuation{NextPartitionKey: twire.EncodeToken(fx.deepPK),
+				NextRowKey: twire.EncodeToken(RowKey(fx.deepPref, p*tabula.MaxEntitiesPerPage))}
+		}
+	}
+	return starts
+}
+
+// BenchmarkTypedRemotePage is QueryAs through package remote, against tabula serve in
+// process (bench/remote_test.go): typed, which decodes each response's JSON straight into
+// structs, and map, what QueryAs did before it (QueryAll's Entities, then EntityAs). One
+// 1,000-entity page of the 100,000-entity partition per operation.
+func BenchmarkTypedRemotePage(b *testing.B) {
+	if shape == ShapeMixed {
+		benchTypedRemotePage[mixedRow](b)
+	} else {
+		benchTypedRemotePage[payloadRow](b)
+	}
+}
+
+func benchTypedRemotePage[T any](b *testing.B) {
+	fx := sharedFixture(b)
+	tbl := remoteTable(b, fx.engine, "Deep")
+	starts := pageStarts(fx)
+	filter := partitionFilter(fx.deepPK)
+	for _, typed := range []bool{true, false} {
+		b.Run(map[bool]string{true: "typed", false: "map"}[typed], func(b *testing.B) {
+			b.ReportAllocs()
+			var last T
+			n, p := 0, 0
+			markCPU(b)
+			for b.Loop() {
+				q := tabula.Query{Filter: filter, Continuation: starts[p%len(starts)]}
+				got := 0
+				take := func(v T, err error) bool {
+					if err != nil {
+						b.Fatal(err)
+					}
+					last, got = v, got+1
+					return got < tabula.MaxEntitiesPerPage
+				}
+				if typed {
+					for v, err := range tabula.QueryAs[T](ctx, tbl, q) {
+						if !take(v, err) {
+							break
+						}
+					}
+				} else {
+					for e, err := range tbl.QueryAll(ctx, q) {
+						v, verr := tabula.EntityAs[T](e)
+						if !take(v, cmp.Or(err, verr)) {
+							break
+						}
+					}
+				}
+				if got != tabula.MaxEntitiesPerPage {
+					b.Fatalf("page of %d entities", got)
+				}
+				n += got
+				p++
+			}
+			sinkRow = last
 			reportRate(b, n, "entities/s")
 		})
 	}

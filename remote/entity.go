@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tabuladb/tabula"
+	"github.com/tabuladb/tabula/internal/entitysink"
 	"github.com/tabuladb/tabula/internal/wire"
 	"github.com/tabuladb/tabula/odata"
 )
@@ -74,9 +75,9 @@ func wireValue(name string, v tabula.Property) (odata.Value, error) {
 // decodeEntity reads an entity of a response, with the types its annotations and JSON
 // values give, as `tabula serve` itself reads them.
 func decodeEntity(raw []byte) (tabula.Entity, error) {
-	we, err := wire.DecodeEntity(raw, wire.KeysFromResponse)
+	we, err := decodeWire(raw, nil)
 	if err != nil {
-		return tabula.Entity{}, fmt.Errorf("tabula/remote: the service's entity is unreadable: %w", err)
+		return tabula.Entity{}, err
 	}
 	e := tabula.Entity{PartitionKey: we.PartitionKey, RowKey: we.RowKey, Timestamp: we.Timestamp,
 		ETag: tabula.ETag(we.ETag), Properties: make(tabula.Properties, len(we.Properties))}
@@ -84,6 +85,30 @@ func decodeEntity(raw []byte) (tabula.Entity, error) {
 		e.Properties[p.Name] = tabula.PropertyOf(p.Value)
 	}
 	return e, nil
+}
+
+// decodeWire reads an entity of a response as the wire codec does, giving its properties to
+// visit when it is not nil (wire.DecodeEntityTo).
+func decodeWire(raw []byte, visit func(string, odata.Value)) (wire.Entity, error) {
+	we, err := wire.DecodeEntityTo(raw, wire.KeysFromResponse, visit)
+	if err != nil {
+		return we, fmt.Errorf("tabula/remote: the service's entity is unreadable: %w", err)
+	}
+	return we, nil
+}
+
+// sinkEntity decodes an entity of a response into s, the typed read's (entitysink), with
+// etag, when not empty, in place of the body's.
+func sinkEntity(s entitysink.Sink, raw []byte, etag string) error {
+	we, err := decodeWire(raw, s.Property)
+	if err != nil {
+		return err
+	}
+	if etag != "" {
+		we.ETag = etag
+	}
+	s.Entity(&we)
+	return nil
 }
 
 // etagTime reads the Timestamp out of an ETag, W/"datetime'2022-03-01T20%3A40%3A24.4317535Z'"

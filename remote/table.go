@@ -12,6 +12,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
 	"github.com/tabuladb/tabula"
+	"github.com/tabuladb/tabula/internal/entitysink"
 )
 
 // Table is a handle on one table of a remote service, with the methods of *tabula.Table
@@ -60,6 +61,12 @@ func (t *Table) Get(ctx context.Context, partitionKey, rowKey string, selected .
 	ex.stub = "{}"
 	if _, err := t.client.GetEntity(ctx, partitionKey, rowKey, nil); err != nil {
 		return tabula.Entity{}, ex.fail(err)
+	}
+	if s := entitysink.From(ctx, t); s != nil { // a typed read: into its struct
+		if err := sinkEntity(s, ex.body, ex.header.Get("ETag")); err != nil {
+			return tabula.Entity{}, err
+		}
+		return tabula.Entity{}, s.End()
 	}
 	e, err := decodeEntity(ex.body)
 	if err != nil {
@@ -176,11 +183,17 @@ func (t *Table) Query(ctx context.Context, q tabula.Query) (tabula.Page, error) 
 		return tabula.Page{}, fmt.Errorf("tabula/remote: the service's query response is unreadable: %w", err)
 	}
 	var page tabula.Page
-	if len(doc.Value) > 0 {
+	s := entitysink.From(ctx, t) // a typed read's, which takes the entities into its structs
+	if len(doc.Value) > 0 && s == nil {
 		page.Entities = make([]tabula.Entity, len(doc.Value))
 	}
 	for i, raw := range doc.Value {
-		if page.Entities[i], err = decodeEntity(raw); err != nil {
+		if s != nil {
+			err = sinkEntity(s, raw, "")
+		} else {
+			page.Entities[i], err = decodeEntity(raw)
+		}
+		if err != nil {
 			return tabula.Page{}, err
 		}
 	}
@@ -190,7 +203,12 @@ func (t *Table) Query(ctx context.Context, q tabula.Query) (tabula.Page, error) 
 	if resp.NextRowKey != nil {
 		page.Continuation.NextRowKey = *resp.NextRowKey
 	}
-	page.End = pageEnd(q.Top, len(page.Entities), page.Continuation)
+	if s != nil {
+		if err := s.End(); err != nil {
+			return tabula.Page{}, err
+		}
+	}
+	page.End = pageEnd(q.Top, len(doc.Value), page.Continuation)
 	return page, nil
 }
 

@@ -322,12 +322,17 @@ const maxPooledMembers = 1024
 // Double; Int64, DateTime, Guid and Binary need their annotation, so a nometadata response
 // reads them as Strings. The engine then checks names and limits. Its error is a
 // *DecodeError.
-func DecodeEntity(body []byte, keys Keys) (Entity, error) {
+func DecodeEntity(body []byte, keys Keys) (Entity, error) { return DecodeEntityTo(body, keys, nil) }
+
+// DecodeEntityTo is DecodeEntity giving each property to visit, in body order, rather than
+// to Entity.Properties, when visit is not nil: a reader of its own (a struct's) then needs
+// no slice of them. A property visited belongs to an entity only if no error follows.
+func DecodeEntityTo(body []byte, keys Keys, visit func(name string, v odata.Value)) (Entity, error) {
 	scratch := memberPool.Get().(*[]Member)
 	ms, err := appendObject((*scratch)[:0], body)
 	if err == nil {
 		var e Entity
-		if e, err = decodeMembers(ms, keys); err == nil {
+		if e, err = decodeMembersTo(ms, keys, visit); err == nil {
 			release(scratch, ms)
 			return e, nil
 		}
@@ -348,7 +353,9 @@ func release(scratch *[]Member, ms []Member) {
 	memberPool.Put(scratch)
 }
 
-func decodeMembers(ms []Member, keys Keys) (Entity, error) {
+func decodeMembers(ms []Member, keys Keys) (Entity, error) { return decodeMembersTo(ms, keys, nil) }
+
+func decodeMembersTo(ms []Member, keys Keys, visit func(name string, v odata.Value)) (Entity, error) {
 	var seen map[string]struct{} // for many members; a few are compared with each other
 	if len(ms) > smallObject {
 		seen = make(map[string]struct{}, len(ms))
@@ -384,7 +391,9 @@ func decodeMembers(ms []Member, keys Keys) (Entity, error) {
 		}
 	}
 	var e Entity
-	e.Properties = make([]Property, 0, n)
+	if visit == nil {
+		e.Properties = make([]Property, 0, n)
+	}
 	var hasPK, hasRK bool
 	for _, m := range ms {
 		name := m.Name
@@ -424,7 +433,11 @@ func decodeMembers(ms []Member, keys Keys) (Entity, error) {
 		if err != nil {
 			return Entity{}, err
 		}
-		e.Properties = append(e.Properties, Property{Name: name, Value: v})
+		if visit != nil {
+			visit(name, v)
+		} else {
+			e.Properties = append(e.Properties, Property{Name: name, Value: v})
+		}
 	}
 	if keys == KeysFromBody && (!hasPK || !hasRK) {
 		return Entity{}, &DecodeError{Reason: MissingKeys, Detail: "the body must carry both PartitionKey and RowKey"}

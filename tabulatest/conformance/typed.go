@@ -219,6 +219,15 @@ func testTypedRules(t *testing.T, svc tabula.ServiceAPI) {
 		_, err = tabula.InsertAs(ctx, tbl, c.v)
 		got := requireCode(t, err, want, c.what)
 		assert.Equal(t, want.Code, got.Code, c.what)
+		// Replaces are checked by the same rules as inserts.
+		_, untyped = tbl.Upsert(ctx, e, tabula.Replace)
+		require.ErrorAs(t, untyped, &want, c.what)
+		_, err = tabula.UpsertAs(ctx, tbl, c.v, tabula.Replace)
+		assert.Equal(t, want.Code, requireCode(t, err, want, c.what).Code, "UpsertAs: %s", c.what)
+		_, untyped = tbl.Update(ctx, e, tabula.Replace, tabula.AnyETag)
+		require.ErrorAs(t, untyped, &want, c.what)
+		_, err = tabula.UpdateAs(ctx, tbl, c.v, tabula.Replace, tabula.AnyETag)
+		assert.Equal(t, want.Code, requireCode(t, err, want, c.what).Code, "UpdateAs: %s", c.what)
 	}
 	page, err := tbl.Query(ctx, tabula.Query{})
 	require.NoError(t, err)
