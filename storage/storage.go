@@ -37,6 +37,8 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
+
+	"github.com/tabuladb/tabula/internal/badgertuning"
 )
 
 // Options say where and how to open the store.
@@ -60,16 +62,16 @@ type Options struct {
 	// of space, and again for the first one after writes had resumed.
 	OnFull func(error)
 	// MemoryBudget is the memory, in bytes, that Badger's memtables, caches and compaction
-	// buffers share (see BadgerOptions); 0 means DefaultMemoryBudget. Ignored when InMemory
-	// is set.
+	// buffers share (see internal/badgertuning); 0 means badgertuning.DefaultMemoryBudget,
+	// and less than MinMemoryBudget means that. Ignored when InMemory is set.
 	MemoryBudget uint64
 	// GoMemoryLimit has the store hold the Go runtime's soft memory limit while it is open,
-	// unless the program has set one (see HoldGoLimit). Ignored when InMemory is set.
+	// unless the program has set one (see badgertuning.HoldGoLimit). Ignored when InMemory is set.
 	GoMemoryLimit bool
 
 	// For tests: gcTicks, when set, starts the background value-log GC rounds of a store
 	// with SyncWrites instead of a ticker of gcInterval (see vloggc.go); vlogFileSize, when
-	// set, replaces BadgerOptions' value-log file size.
+	// set, replaces badgertuning.Options' value-log file size.
 	gcTicks      <-chan time.Time
 	vlogFileSize int64
 	// closeWait, when set, replaces defaultCloseWait.
@@ -84,7 +86,7 @@ type Options struct {
 const syncInterval = time.Second
 
 // ErrTooLarge reports a transaction larger than Badger can commit at once (see
-// BadgerOptions); a table's data does not reach it.
+// badgertuning.TxnLimit); a table's data does not reach it.
 var ErrTooLarge = errors.New("storage: transaction too large for the store")
 
 // maxConflictRetries bounds how often Update re-runs a closure whose transaction lost a
@@ -125,7 +127,7 @@ type DB struct {
 	// complete when a sync reached them. Guarded by commits, locked.
 	vlogSynced uint64
 
-	releaseLimit func() // stops counting the store in the Go memory limit (see HoldGoLimit)
+	releaseLimit func() // stops counting the store in the Go memory limit (see badgertuning.HoldGoLimit)
 
 	// damaged are the tables Open found damaged, which make the store read-only: reads
 	// that may need their keys fail with their Damage, and writes with errDamagedReadOnly.
@@ -172,7 +174,7 @@ func Open(o Options) (*DB, error) {
 	if o.InMemory {
 		return &DB{mem: openMemory()}, nil
 	}
-	bo := BadgerOptions(o.Dir, o.MemoryBudget).WithSyncWrites(o.SyncWrites)
+	bo := badgertuning.Options(o.Dir, o.MemoryBudget).WithSyncWrites(o.SyncWrites)
 	if o.vlogFileSize > 0 {
 		bo.ValueLogFileSize = o.vlogFileSize
 	}
@@ -239,7 +241,7 @@ func Open(o Options) (*DB, error) {
 // holdGoLimit counts the open store in the Go runtime's memory limit, if o asks.
 func (d *DB) holdGoLimit(o Options) {
 	if o.GoMemoryLimit {
-		d.releaseLimit = HoldGoLimit(o.MemoryBudget)
+		d.releaseLimit = badgertuning.HoldGoLimit(o.MemoryBudget)
 	}
 }
 
@@ -397,7 +399,7 @@ func (d *DB) syncValueLogs() error {
 // cannot be read (Badger issue 2000, "Value missing after power failure"; the power-loss
 // test in the root package found it). A commit that finds the memtable full comes after
 // this one's sync, so every table points only at synced values. The price is an fsync for
-// each such commit, paid only by entities too large for the tree (see BadgerOptions).
+// each such commit, paid only by entities too large for the tree (see badgertuning.Options).
 //
 // A failed sync does not fail the commit, which is made and visible: as after Badger's own
 // failed sync under SyncWrites, the background sync tries again.

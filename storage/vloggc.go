@@ -12,7 +12,7 @@ import (
 )
 
 // Value-log GC: giving back the space of overwritten and deleted values that Badger keeps in
-// its value log (values from the value threshold up; see BadgerOptions). Badger counts, per
+// its value log (values from the value threshold up; see badgertuning.Options). Badger counts, per
 // value-log file, the bytes of values whose keys compactions have dropped (its discard
 // statistics, in the file DISCARD); its RunValueLogGC picks the file with the most, copies the
 // values still live in it to the end of the value log through its ordinary write path, and
