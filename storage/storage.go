@@ -1,6 +1,7 @@
 // Package storage is the engine's storage layer: ordered keys and values, in Badger in a
-// directory or in an ordered in-memory tree (memory.go) with the same transactions. It is not
-// a user API. Its one consumer is the root package (github.com/tabuladb/tabula), which builds
+// directory or in an ordered in-memory tree (memory.go) with the same transactions; Open
+// chooses the engine once, and a DB hands each call to it (see engine). It is not a user
+// API. Its one consumer is the root package (github.com/tabuladb/tabula), which builds
 // tables, entities and the catalog on it; it exports only what that package calls:
 //
 //   - Open and Options, and a DB's read and read-write transactions (View, Update), which
@@ -132,7 +133,6 @@ type badgerDB struct {
 	mu    sync.RWMutex
 	bdb   *badger.DB
 	bo    badger.Options
-	mem   *memDB // the in-memory engine, instead of bdb
 	space *space // free-space watch of the Badger directory
 	sync  bool   // SyncWrites
 
