@@ -5,7 +5,12 @@ import (
 	"time"
 
 	"github.com/tabuladb/tabula/partition"
+	"github.com/tabuladb/tabula/storage"
 )
+
+// MinMemoryBudget is the smallest Options.MemoryBudget honoured: a smaller one is raised to
+// it, as below it Badger would refuse some of the Table service's transactions.
+const MinMemoryBudget = storage.MinMemoryBudget
 
 // Options tune a DB. The zero value (or a nil *Options) is the default.
 type Options struct {
@@ -62,9 +67,9 @@ type Options struct {
 	// room to collect in (see NoGoMemoryLimit); the process's own allocations (requests,
 	// query results) come on top, and so do the pages of the memory-mapped table files, which
 	// count in the resident set but which the kernel drops under memory pressure. 0 means
-	// 1 GiB (storage.DefaultMemoryBudget says why); the smallest honoured is 256 MiB. A
-	// larger budget buys fewer flushes and compactions; a smaller one holds less while
-	// loading. It does not matter for OpenInMemory.
+	// 1 GiB (internal/badgertuning says why); the smallest honoured is MinMemoryBudget,
+	// 256 MiB. A larger budget buys fewer flushes and compactions; a smaller one holds less
+	// while loading. It does not matter for OpenInMemory.
 	MemoryBudget uint64
 
 	// NoGoMemoryLimit leaves the Go runtime's soft memory limit alone. Otherwise, while a

@@ -281,7 +281,7 @@ func TestFullScanMemoryIsBounded(t *testing.T) {
 	}))
 	// Load straight through storage in large transactions; the engine's write path is not
 	// what this test is about. 1,000 entities of 250 bytes stay under the store's limit on a
-	// transaction (storage.DB.MaxUpdateBytes).
+	// transaction (internal/badgertuning.TxnLimit; storage.ErrTooLarge past it).
 	for start := 0; start < n; start += 1000 {
 		require.NoError(t, db.store.Update(func(tx *storage.Txn) error {
 			for i := start; i < start+1000; i++ {

@@ -17,8 +17,8 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/tabuladb/tabula"
+	"github.com/tabuladb/tabula/internal/badgertuning"
 	"github.com/tabuladb/tabula/internal/keyorder"
-	"github.com/tabuladb/tabula/storage"
 )
 
 // The baseline: raw Badger doing the work of each engine operation with the engine's key
@@ -34,7 +34,7 @@ func openRaw(dir string, inMemory bool) (*badger.DB, error) {
 			WithLoggingLevel(badger.WARNING).WithMetricsEnabled(false))
 	}
 	// The default budget's options: raw Badger gets the same memory the engine does.
-	return badger.Open(storage.BadgerOptions(dir, 0).WithSyncWrites(false))
+	return badger.Open(badgertuning.Options(dir, 0).WithSyncWrites(false))
 }
 
 // iterOptions are the options storage.Txn.Scan iterates with: no value prefetching, and the

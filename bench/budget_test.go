@@ -14,7 +14,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/tabuladb/tabula"
-	"github.com/tabuladb/tabula/storage"
+	"github.com/tabuladb/tabula/internal/badgertuning"
 )
 
 // budgetEntities is how many entities BenchmarkLoadWithinBudget loads: TABULA_BENCH_BUDGET_ENTITIES,
@@ -47,7 +47,7 @@ func budgetEntities(b *testing.B) int {
 // runs.
 //
 // Its peers load the same entities the same way in the same process: raw Badger given the
-// same budget (storage.BadgerOptions and the Go memory limit the engine holds, one Badger
+// same budget (badgertuning.Options and the Go memory limit the engine holds, one Badger
 // transaction of 100 existence checks and Sets each), which the engine's rate is a ratio
 // to; and raw Badger with its own defaults and no limit, what the budget costs Badger.
 func BenchmarkLoadWithinBudget(b *testing.B) {
@@ -67,8 +67,8 @@ func BenchmarkLoadWithinBudget(b *testing.B) {
 	})
 	b.Run("badger", func(b *testing.B) {
 		measureBudgetLoad(b, n, func(dir string) budgetStore {
-			release := storage.HoldGoLimit(budget)
-			db, err := badger.Open(storage.BadgerOptions(dir, budget))
+			release := badgertuning.HoldGoLimit(budget)
+			db, err := badger.Open(badgertuning.Options(dir, budget))
 			if err != nil {
 				release()
 				b.Fatal(err)
@@ -205,11 +205,7 @@ func measureBudgetLoad(b *testing.B, n int, open func(dir string) budgetStore) {
 	b.ReportMetric(float64(peakAnon)/(1<<20), "peak-anon-MB")
 	b.ReportMetric(float64(peakRSS)/(1<<20), "peak-RSS-MB")
 	b.ReportMetric(float64(n), "entities")
-	budget := benchBudget(b)
-	if budget == 0 {
-		budget = storage.DefaultMemoryBudget
-	}
-	b.ReportMetric(float64(max(budget, storage.MinMemoryBudget))/(1<<20), "budget-MB")
+	b.ReportMetric(float64(badgertuning.EffectiveBudget(benchBudget(b)))/(1<<20), "budget-MB")
 }
 
 // loadBudgetStore loads parts into s, one partition (one transaction) at a time from one

@@ -9,7 +9,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/tabuladb/tabula"
-	"github.com/tabuladb/tabula/storage"
+	"github.com/tabuladb/tabula/internal/badgertuning"
 )
 
 // BenchmarkConcurrentInsert inserts single entities, each in its own operation, from 1, 16
@@ -88,7 +88,7 @@ func openBadgerSync(tb testing.TB, dir string, syncWrites bool) *badger.DB {
 		return openBadger(tb, dir)
 	}
 	tb.Helper()
-	o := storage.BadgerOptions(dir, 0).WithSyncWrites(true) // as openRaw, synced
+	o := badgertuning.Options(dir, 0).WithSyncWrites(true) // as openRaw, synced
 	db, err := badger.Open(o)
 	if err != nil {
 		tb.Fatal(err)

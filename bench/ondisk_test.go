@@ -17,8 +17,8 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/tabuladb/tabula"
+	"github.com/tabuladb/tabula/internal/badgertuning"
 	"github.com/tabuladb/tabula/server"
-	"github.com/tabuladb/tabula/storage"
 )
 
 // What the store on disk costs beside the store in memory, through the server's handler
@@ -124,7 +124,7 @@ func openFresh(b *testing.B, kind, dir string) *tabula.DB {
 // the memory budget TABULA_BENCH_BUDGET sets.
 func openRawFresh(b *testing.B, dir string) *badger.DB {
 	b.Helper()
-	db, err := badger.Open(storage.BadgerOptions(dir, benchBudget(b)))
+	db, err := badger.Open(badgertuning.Options(dir, benchBudget(b)))
 	if err != nil {
 		b.Fatal(err)
 	}

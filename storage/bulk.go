@@ -22,20 +22,40 @@ import (
 // order, as their transactions commit, and all of them once Flush returns. Cancel (or a
 // failed Flush) leaves some committed and some not: the caller must be able to delete
 // the range (the import's staged table has a drop marker for that).
-type Bulk struct {
-	d        *DB
-	txn      *badger.Txn // on disk: the transaction being filled, nil before the first Set
+type Bulk struct{ w bulkWriter }
+
+// bulkWriter is a Bulk on one engine: badgerBulk on disk, memBulk in memory.
+type bulkWriter interface {
+	set(key, value []byte) error
+	flush() error
+	cancel()
+}
+
+// NewBulk starts a bulk load.
+func (d *DB) NewBulk() *Bulk { return &Bulk{w: d.e.newBulk()} }
+
+// Set writes value under key. Neither slice may change until Flush or Cancel returns.
+func (b *Bulk) Set(key, value []byte) error { return b.w.set(key, value) }
+
+// Flush commits what Set gave and waits until every write is committed and visible. The
+// Bulk can go on after it.
+func (b *Bulk) Flush() error { return b.w.flush() }
+
+// Cancel drops the writes not yet committed and waits for the commits under way.
+func (b *Bulk) Cancel() { b.w.cancel() }
+
+// badgerBulk is a Bulk on disk.
+type badgerBulk struct {
+	d        *badgerDB
+	txn      *badger.Txn // the transaction being filled, nil before the first Set
 	n        int         // writes in txn
-	valueLog bool        // a value in txn goes to the value log (see DB.commit)
+	valueLog bool        // a value in txn goes to the value log (see badgerDB.commit)
 
 	// slots bounds the commits in flight, and so the memory they hold; done counts them.
 	slots chan struct{}
 	done  sync.WaitGroup
 	mu    sync.Mutex
 	err   error // the first failed commit's
-
-	mem     [][2][]byte // in memory: the writes not yet applied
-	memSize int
 }
 
 // bulkInFlight is how many of a Bulk's commits may wait for Badger at once: two keep its
@@ -46,20 +66,11 @@ const bulkInFlight = 2
 // memBulkBytes is how much a Bulk on the in-memory store gathers before applying it.
 const memBulkBytes = 4 << 20
 
-// NewBulk starts a bulk load.
-func (d *DB) NewBulk() *Bulk {
-	return &Bulk{d: d, slots: make(chan struct{}, bulkInFlight)}
+func (d *badgerDB) newBulk() bulkWriter {
+	return &badgerBulk{d: d, slots: make(chan struct{}, bulkInFlight)}
 }
 
-// Set writes value under key. Neither slice may change until Flush or Cancel returns.
-func (b *Bulk) Set(key, value []byte) error {
-	if b.d.mem != nil {
-		b.mem = append(b.mem, [2][]byte{key, value})
-		if b.memSize += len(key) + len(value); b.memSize >= memBulkBytes {
-			return b.applyMem()
-		}
-		return nil
-	}
+func (b *badgerBulk) set(key, value []byte) error {
 	if err := b.failed(); err != nil {
 		return err
 	}
@@ -86,12 +97,7 @@ func (b *Bulk) Set(key, value []byte) error {
 	return nil
 }
 
-// Flush commits what Set gave and waits until every write is committed and visible. The
-// Bulk can go on after it.
-func (b *Bulk) Flush() error {
-	if b.d.mem != nil {
-		return b.applyMem()
-	}
+func (b *badgerBulk) flush() error {
 	var err error
 	if b.txn != nil {
 		err = b.commit(false)
@@ -100,19 +106,17 @@ func (b *Bulk) Flush() error {
 	return errors.Join(err, b.failed())
 }
 
-// Cancel drops the writes not yet committed and waits for the commits under way.
-func (b *Bulk) Cancel() {
+func (b *badgerBulk) cancel() {
 	if b.txn != nil {
 		b.txn.Discard()
 		b.txn, b.n, b.valueLog = nil, 0, false
 	}
-	b.mem, b.memSize = nil, 0
 	b.done.Wait()
 }
 
 // begin starts the next transaction, on a store that takes writes (as Update would find it:
 // one opened read-only for lack of space becomes writable once there is space again).
-func (b *Bulk) begin() error {
+func (b *badgerBulk) begin() error {
 	d := b.d
 	if ro := d.space.readOnly.Load(); ro != nil && !d.reopenWritable() {
 		return d.space.refuse(ro)
@@ -126,7 +130,7 @@ func (b *Bulk) begin() error {
 	return nil
 }
 
-func (b *Bulk) failed() error {
+func (b *badgerBulk) failed() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.err
@@ -138,7 +142,7 @@ func (b *Bulk) failed() error {
 // commit to be written (its read timestamp is the commit's), which would leave the caller
 // and Badger's writer taking turns; one begun before does not, and reading nothing it
 // cannot conflict.
-func (b *Bulk) commit(next bool) error {
+func (b *badgerBulk) commit(next bool) error {
 	txn, valueLog := b.txn, b.valueLog
 	b.txn, b.valueLog = nil, false
 	if b.n == 0 {
@@ -164,7 +168,7 @@ func (b *Bulk) commit(next bool) error {
 		return badger.ErrDBClosed
 	}
 	if valueLog && !d.sync {
-		// It must be made alone and synced (see DB.commit), so waiting is the only way.
+		// It must be made alone and synced (see badgerDB.commit), so waiting is the only way.
 		b.fail(d.commit(txn, true))
 		return nil
 	}
@@ -181,7 +185,7 @@ func (b *Bulk) commit(next bool) error {
 }
 
 // fail records the error of a commit, if it failed, as the Bulk's, unless one came first.
-func (b *Bulk) fail(err error) {
+func (b *badgerBulk) fail(err error) {
 	if err == nil {
 		return
 	}
@@ -197,14 +201,34 @@ func (b *Bulk) fail(err error) {
 	b.mu.Unlock()
 }
 
-// applyMem applies the writes gathered in memory in one transaction.
-func (b *Bulk) applyMem() error {
-	if len(b.mem) == 0 {
+// memBulk is a Bulk in memory: it gathers up to memBulkBytes of writes and applies them in
+// one transaction.
+type memBulk struct {
+	m      *memDB
+	writes [][2][]byte // not yet applied
+	size   int
+}
+
+func (m *memDB) newBulk() bulkWriter { return &memBulk{m: m} }
+
+func (b *memBulk) set(key, value []byte) error {
+	b.writes = append(b.writes, [2][]byte{key, value})
+	if b.size += len(key) + len(value); b.size >= memBulkBytes {
+		return b.flush()
+	}
+	return nil
+}
+
+func (b *memBulk) cancel() { b.writes, b.size = nil, 0 }
+
+// flush applies the writes gathered in one transaction.
+func (b *memBulk) flush() error {
+	if len(b.writes) == 0 {
 		return nil
 	}
-	writes := b.mem
-	b.mem, b.memSize = nil, 0
-	return b.d.Update(func(tx *Txn) error {
+	writes := b.writes
+	b.writes, b.size = nil, 0
+	return b.m.update(func(tx *Txn) error {
 		for _, w := range writes {
 			if err := tx.Set(w[0], w[1]); err != nil {
 				return err

@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/tabuladb/tabula/internal/badgertuning"
 )
 
 // bulkKey is the key of write i of a bulk load.
@@ -133,7 +135,7 @@ func BenchmarkBulkUpdate(b *testing.B) {
 	defer db.Close()
 	// As many writes as the store takes in one Update, at most 2,000 (half its limit in
 	// bytes: Badger counts each entry's metadata and version beside its key and value).
-	per := int(min(2000, db.MaxUpdateBytes()/2/int64(len(bulkKey(0))+len(value))))
+	per := int(min(2000, badgertuning.TxnLimit(db.bo)/2/int64(len(bulkKey(0))+len(value))))
 	for i := 0; i < b.N; i += per {
 		require.NoError(b, db.Update(func(tx *Txn) error {
 			for j := i; j < min(i+per, b.N); j++ {

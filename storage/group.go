@@ -75,7 +75,7 @@ const gatherRounds = 8
 // groups alternate large and small, and every small one costs an fsync
 // (BenchmarkConcurrentInsert/sync=true measures it). Without SyncWrites a commit is cheap,
 // and the longer wait would cost more than it saves.
-func (d *DB) gather() {
+func (d *badgerDB) gather() {
 	c := &d.group
 	c.mu.Lock()
 	want := c.want
@@ -95,7 +95,7 @@ func (d *DB) gather() {
 var errPanicked = errors.New("storage: update closure panicked")
 
 // updateGrouped runs fn in the next group commit and returns its outcome.
-func (d *DB) updateGrouped(fn func(*Txn) error) error {
+func (d *badgerDB) updateGrouped(fn func(*Txn) error) error {
 	r := reqPool.Get().(*groupReq)
 	r.fn, r.err, r.panicV = fn, nil, nil
 	c := &d.group
@@ -127,7 +127,7 @@ func (d *DB) updateGrouped(fn func(*Txn) error) error {
 // lead runs one group, which holds own (own is first in the queue: a writer leads only when
 // the queue was empty or when the previous leader hands over to it), wakes its writers,
 // and hands the lead to the first writer still waiting.
-func (d *DB) lead(own *groupReq) {
+func (d *badgerDB) lead(own *groupReq) {
 	c := &d.group
 	c.mu.Lock()
 	n := min(len(c.queue), maxGroup)
@@ -172,7 +172,7 @@ func (d *DB) lead(own *groupReq) {
 // commitPrefix commits a prefix of batch in one transaction, settling the outcome of its
 // writes and perhaps of the write after it (one that failed after writing), and returns
 // how many writes it settled, at least one.
-func (d *DB) commitPrefix(batch []*groupReq) int {
+func (d *badgerDB) commitPrefix(batch []*groupReq) int {
 	limit := len(batch) // run batch[:limit]
 	settled := limit    // writes settled when batch[:limit] commits
 	if d.bdb.IsClosed() {

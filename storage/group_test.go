@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/tabuladb/tabula/internal/badgertuning"
 )
 
 func openGrouped(t *testing.T, sync bool) *DB {
@@ -39,7 +41,7 @@ func TestGroupCommitRace(t *testing.T) {
 			db := openGrouped(t, syncWrites)
 			const workers, each = 16, 30
 			// Under the value threshold, so each counts in full towards Badger's limit.
-			big := bytes.Repeat([]byte("b"), int(BadgerOptions("", 0).ValueThreshold)-1024)
+			big := bytes.Repeat([]byte("b"), int(badgertuning.Options("", 0).ValueThreshold)-1024)
 			errBoom := errors.New("boom")
 			var (
 				wg        sync.WaitGroup

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"hash/maphash"
 	"runtime"
@@ -83,13 +84,19 @@ func openMemory() *memDB {
 	return m
 }
 
-func (m *memDB) close() {
+func (m *memDB) close() error {
 	m.closed.Store(true)
 	// Let the data go even if a caller keeps the DB.
 	m.cur.Store(&memSnapshot{tree: btree.NewG(memDegree, memLess), last: &memCommit{}})
+	return nil
 }
 
-func (m *memDB) view(d *DB, fn func(*Txn) error) error {
+// In memory, a disk is neither full nor damaged.
+func (m *memDB) full() error                  { return nil }
+func (m *memDB) verify(context.Context) error { return nil }
+func (m *memDB) damage() error                { return nil }
+
+func (m *memDB) view(fn func(*Txn) error) error {
 	if m.closed.Load() {
 		return errClosed
 	}
@@ -97,14 +104,17 @@ func (m *memDB) view(d *DB, fn func(*Txn) error) error {
 	// made while it runs.
 	v := viewPool.Get().(*viewTxn)
 	v.m = memTxn{db: m, start: m.cur.Load().tree}
-	v.t = Txn{m: &v.m, db: d}
+	v.t = Txn{m: &v.m}
 	err := fn(&v.t)
 	*v = viewTxn{}
 	viewPool.Put(v)
 	return err
 }
 
-func (m *memDB) update(d *DB, fn func(*Txn) error) error {
+// updateNow is update: in memory, commits are not grouped.
+func (m *memDB) updateNow(fn func(*Txn) error) error { return m.update(fn) }
+
+func (m *memDB) update(fn func(*Txn) error) error {
 	// The transaction, its read set and its write list come from a pool and are reused
 	// from try to try: a single write then allocates only what it stores.
 	v := viewPool.Get().(*viewTxn)
@@ -125,7 +135,7 @@ func (m *memDB) update(d *DB, fn func(*Txn) error) error {
 		clear(v.m.ranges)
 		v.m = memTxn{db: m, start: base.tree, base: base, update: true,
 			reads: v.m.reads, writes: v.m.writes[:0], ranges: v.m.ranges[:0]}
-		v.t = Txn{m: &v.m, db: d}
+		v.t = Txn{m: &v.m}
 		t := &v.m
 		if err := fn(&v.t); err != nil {
 			return err

@@ -22,6 +22,8 @@ import (
 	"github.com/dgraph-io/badger/v4/y"
 	"github.com/dgraph-io/ristretto/v2/z"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/tabuladb/tabula/internal/badgertuning"
 )
 
 // SalvageReport is what Salvage copied, and what it could not read.
@@ -59,7 +61,7 @@ func Salvage(ctx context.Context, dir, to string) (SalvageReport, error) {
 	if err != nil {
 		return r, err
 	}
-	bo := BadgerOptions(work, 0).WithVerifyValueChecksum(true).WithChecksumVerificationMode(options.OnBlockRead)
+	bo := badgertuning.Options(work, 0).WithVerifyValueChecksum(true).WithChecksumVerificationMode(options.OnBlockRead)
 	var values valueLogger
 	values.Logger = bo.Logger
 	bo.Logger = &values

@@ -29,7 +29,7 @@ type Snapshot struct {
 	// bdb, and the snapshot with it.
 	txn      *badger.Txn
 	bdb      *badger.DB
-	db       *DB
+	db       *badgerDB
 	rw       sync.RWMutex
 	released bool
 }
@@ -44,17 +44,19 @@ var errReopened = errors.New("storage: the store was reopened (writable again) s
 var ErrOnDisk = errors.New("storage: only an in-memory store can do that")
 
 // Snapshot returns the store as it is now.
-func (d *DB) Snapshot() (*Snapshot, error) {
-	if d.mem != nil {
-		m := d.mem
-		if m.closed.Load() {
-			return nil, errClosed
-		}
-		m.mu.Lock()
-		tree := m.cur.Load().tree.Clone()
-		m.mu.Unlock()
-		return &Snapshot{tree: tree}, nil
+func (d *DB) Snapshot() (*Snapshot, error) { return d.e.snapshot() }
+
+func (m *memDB) snapshot() (*Snapshot, error) {
+	if m.closed.Load() {
+		return nil, errClosed
 	}
+	m.mu.Lock()
+	tree := m.cur.Load().tree.Clone()
+	m.mu.Unlock()
+	return &Snapshot{tree: tree}, nil
+}
+
+func (d *badgerDB) snapshot() (*Snapshot, error) {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	if d.bdb.IsClosed() {
@@ -147,19 +149,22 @@ func (s *Snapshot) Open() (*DB, error) {
 	}
 	m := &memDB{seed: maphash.MakeSeed()}
 	m.cur.Store(&memSnapshot{tree: tree, last: &memCommit{}})
-	return &DB{mem: m}, nil
+	return newMemoryDB(m), nil
 }
 
 // Restore replaces everything the in-memory store holds with the snapshot's data, in one
 // atomic step that costs a few allocations, whatever the data: a transaction that began
 // before it fails its commit with a conflict, and Update runs its closure again, on the
 // restored data. A store on disk refuses with ErrOnDisk, as does a snapshot on disk.
-func (d *DB) Restore(s *Snapshot) error {
-	if d.mem == nil || s.tree == nil {
+func (d *DB) Restore(s *Snapshot) error { return d.e.restore(s) }
+
+func (d *badgerDB) restore(*Snapshot) error { return ErrOnDisk }
+
+func (m *memDB) restore(s *Snapshot) error {
+	if s.tree == nil {
 		return ErrOnDisk
 	}
 	tree := s.clone()
-	m := d.mem
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed.Load() {

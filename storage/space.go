@@ -53,8 +53,8 @@ type space struct {
 	free    func() (uint64, error) // nil: not watched (in memory, or no way to ask)
 	reserve uint64
 	// readOnly is set while the store is open read-only for lack of space; every write
-	// gets it, until one finds space again (DB.reopenWritable). It is read without a lock
-	// by writers and changed only holding DB.mu exclusively.
+	// gets it, until one finds space again (badgerDB.reopenWritable). It is read without a lock
+	// by writers and changed only holding badgerDB.mu exclusively.
 	readOnly atomic.Pointer[diskFullError]
 	// onFull is told of the first refused write (Options.OnFull); refusing says a refusal
 	// was told and no write succeeded since.
@@ -156,8 +156,10 @@ func (s *space) full() error {
 // Full returns a DiskFullError when the store's disk has less free space than the reserve, or
 // the store is open read-only for lack of it and still lacks it; nil otherwise (the next
 // write then makes a read-only store writable), and for a store in memory.
-func (d *DB) Full() error {
-	if d.mem != nil || d.space.readOnly.Load() != nil && d.space.spaceAgain() {
+func (d *DB) Full() error { return d.e.full() }
+
+func (d *badgerDB) full() error {
+	if d.space.readOnly.Load() != nil && d.space.spaceAgain() {
 		return nil
 	}
 	return d.space.full()

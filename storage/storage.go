@@ -1,6 +1,7 @@
 // Package storage is the engine's storage layer: ordered keys and values, in Badger in a
-// directory or in an ordered in-memory tree (memory.go) with the same transactions. It is not
-// a user API. Its one consumer is the root package (github.com/tabuladb/tabula), which builds
+// directory or in an ordered in-memory tree (memory.go) with the same transactions; Open
+// chooses the engine once, and a DB hands each call to it (see engine). It is not a user
+// API. Its one consumer is the root package (github.com/tabuladb/tabula), which builds
 // tables, entities and the catalog on it; it exports only what that package calls:
 //
 //   - Open and Options, and a DB's read and read-write transactions (View, Update), which
@@ -37,6 +38,8 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
+
+	"github.com/tabuladb/tabula/internal/badgertuning"
 )
 
 // Options say where and how to open the store.
@@ -60,16 +63,16 @@ type Options struct {
 	// of space, and again for the first one after writes had resumed.
 	OnFull func(error)
 	// MemoryBudget is the memory, in bytes, that Badger's memtables, caches and compaction
-	// buffers share (see BadgerOptions); 0 means DefaultMemoryBudget. Ignored when InMemory
-	// is set.
+	// buffers share (see internal/badgertuning); 0 means badgertuning.DefaultMemoryBudget,
+	// and less than MinMemoryBudget means that. Ignored when InMemory is set.
 	MemoryBudget uint64
 	// GoMemoryLimit has the store hold the Go runtime's soft memory limit while it is open,
-	// unless the program has set one (see HoldGoLimit). Ignored when InMemory is set.
+	// unless the program has set one (see badgertuning.HoldGoLimit). Ignored when InMemory is set.
 	GoMemoryLimit bool
 
 	// For tests: gcTicks, when set, starts the background value-log GC rounds of a store
 	// with SyncWrites instead of a ticker of gcInterval (see vloggc.go); vlogFileSize, when
-	// set, replaces BadgerOptions' value-log file size.
+	// set, replaces badgertuning.Options' value-log file size.
 	gcTicks      <-chan time.Time
 	vlogFileSize int64
 	// closeWait, when set, replaces defaultCloseWait.
@@ -84,7 +87,7 @@ type Options struct {
 const syncInterval = time.Second
 
 // ErrTooLarge reports a transaction larger than Badger can commit at once (see
-// BadgerOptions); a table's data does not reach it.
+// badgertuning.TxnLimit); a table's data does not reach it.
 var ErrTooLarge = errors.New("storage: transaction too large for the store")
 
 // maxConflictRetries bounds how often Update re-runs a closure whose transaction lost a
@@ -97,12 +100,39 @@ var ErrContention = errors.New("storage: transaction kept conflicting with concu
 
 // DB is an open store. It is safe for concurrent use.
 type DB struct {
+	// e is the engine, in memory or Badger's, which Open chooses once; DB's methods go to it.
+	e engine
+	// mem is e in memory, nil on disk, and *badgerDB is e on disk, nil in memory: the Badger
+	// half's own code (the direct load, load.go) reaches Badger's state through it.
+	mem *memDB
+	*badgerDB
+}
+
+// engine is what the in-memory store (memDB, memory.go) and Badger (badgerDB) each do their
+// own way; the DB methods of the same names document them.
+type engine interface {
+	view(fn func(*Txn) error) error
+	update(fn func(*Txn) error) error
+	updateNow(fn func(*Txn) error) error
+	close() error
+	snapshot() (*Snapshot, error)
+	restore(s *Snapshot) error
+	full() error
+	verify(ctx context.Context) error
+	damage() error
+	newBulk() bulkWriter
+}
+
+// newMemoryDB is the DB of an in-memory store.
+func newMemoryDB(m *memDB) *DB { return &DB{e: m, mem: m} }
+
+// badgerDB is a store on disk, in Badger.
+type badgerDB struct {
 	// mu guards bdb, which a store opened read-only for lack of space replaces with a
 	// writable one once there is space (see reopenWritable): every use read-locks it.
 	mu    sync.RWMutex
 	bdb   *badger.DB
 	bo    badger.Options
-	mem   *memDB // the in-memory engine, instead of bdb
 	space *space // free-space watch of the Badger directory
 	sync  bool   // SyncWrites
 
@@ -125,7 +155,7 @@ type DB struct {
 	// complete when a sync reached them. Guarded by commits, locked.
 	vlogSynced uint64
 
-	releaseLimit func() // stops counting the store in the Go memory limit (see HoldGoLimit)
+	releaseLimit func() // stops counting the store in the Go memory limit (see badgertuning.HoldGoLimit)
 
 	// damaged are the tables Open found damaged, which make the store read-only: reads
 	// that may need their keys fail with their Damage, and writes with errDamagedReadOnly.
@@ -155,12 +185,12 @@ var errDiskFailed = errors.New("storage: a write to the disk failed; no write is
 
 // failDisk records err, a failed write or sync of the logs, and returns the refusal every
 // later write gets.
-func (d *DB) failDisk(err error) error {
+func (d *badgerDB) failDisk(err error) error {
 	d.diskFailed.CompareAndSwap(nil, &err)
 	return d.refuseFailed()
 }
 
-func (d *DB) refuseFailed() error {
+func (d *badgerDB) refuseFailed() error {
 	if p := d.diskFailed.Load(); p != nil {
 		return fmt.Errorf("%w (%v)", errDiskFailed, *p)
 	}
@@ -170,13 +200,22 @@ func (d *DB) refuseFailed() error {
 // Open opens (creating if needed) the store described by o.
 func Open(o Options) (*DB, error) {
 	if o.InMemory {
-		return &DB{mem: openMemory()}, nil
+		return newMemoryDB(openMemory()), nil
 	}
-	bo := BadgerOptions(o.Dir, o.MemoryBudget).WithSyncWrites(o.SyncWrites)
+	d, err := openBadger(o)
+	if err != nil {
+		return nil, err
+	}
+	return &DB{e: d, badgerDB: d}, nil
+}
+
+// openBadger opens the store on disk that o describes.
+func openBadger(o Options) (*badgerDB, error) {
+	bo := badgertuning.Options(o.Dir, o.MemoryBudget).WithSyncWrites(o.SyncWrites)
 	if o.vlogFileSize > 0 {
 		bo.ValueLogFileSize = o.vlogFileSize
 	}
-	d := &DB{space: newSpace(o), sync: o.SyncWrites, releaseLimit: func() {}, closeWait: cmp.Or(o.closeWait, defaultCloseWait)}
+	d := &badgerDB{space: newSpace(o), sync: o.SyncWrites, releaseLimit: func() {}, closeWait: cmp.Or(o.closeWait, defaultCloseWait)}
 	d.values.Logger = bo.Logger
 	bo.Logger = &d.values
 	d.bo = bo
@@ -237,9 +276,9 @@ func Open(o Options) (*DB, error) {
 }
 
 // holdGoLimit counts the open store in the Go runtime's memory limit, if o asks.
-func (d *DB) holdGoLimit(o Options) {
+func (d *badgerDB) holdGoLimit(o Options) {
 	if o.GoMemoryLimit {
-		d.releaseLimit = HoldGoLimit(o.MemoryBudget)
+		d.releaseLimit = badgertuning.HoldGoLimit(o.MemoryBudget)
 	}
 }
 
@@ -276,7 +315,7 @@ func openReadOnly(bo badger.Options) (*badger.DB, error) {
 	}
 }
 
-func (d *DB) startSyncs() {
+func (d *badgerDB) startSyncs() {
 	if !d.sync {
 		d.stopSyncs = make(chan struct{})
 		d.syncs.Go(d.syncEvery)
@@ -287,7 +326,7 @@ func (d *DB) startSyncs() {
 // once the disk has space again; it reports whether the store is writable. It waits for no
 // reader: while one runs (a long scan), the write that asked is refused and the next one
 // tries again.
-func (d *DB) reopenWritable() bool {
+func (d *badgerDB) reopenWritable() bool {
 	if !d.space.spaceAgain() || !d.mu.TryLock() {
 		return false
 	}
@@ -313,7 +352,7 @@ func (d *DB) reopenWritable() bool {
 }
 
 // syncEvery syncs the store's logs every syncInterval until Close.
-func (d *DB) syncEvery() {
+func (d *badgerDB) syncEvery() {
 	tick := time.NewTicker(syncInterval)
 	defer tick.Stop()
 	for {
@@ -334,7 +373,7 @@ func (d *DB) syncEvery() {
 // reading it ("Invalid value pointer offset"; the power-loss test in the root package
 // found it). So commits are held off (commits) while every value log file is synced, then
 // Badger's Sync syncs the memtable log, which then points only at synced values.
-func (d *DB) syncLogs() error {
+func (d *badgerDB) syncLogs() error {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	d.commits.Lock()
@@ -359,7 +398,7 @@ func (d *DB) syncLogs() error {
 // 0.25 ms even for a file with nothing to write (2 cores, ext4 on virtio; 71 ms for 256
 // files), which every commit of a large value would otherwise pay once per file.
 // Called with commits locked.
-func (d *DB) syncValueLogs() error {
+func (d *badgerDB) syncValueLogs() error {
 	logs, err := filepath.Glob(filepath.Join(d.bo.ValueDir, "*.vlog"))
 	if err != nil {
 		return err
@@ -397,11 +436,11 @@ func (d *DB) syncValueLogs() error {
 // cannot be read (Badger issue 2000, "Value missing after power failure"; the power-loss
 // test in the root package found it). A commit that finds the memtable full comes after
 // this one's sync, so every table points only at synced values. The price is an fsync for
-// each such commit, paid only by entities too large for the tree (see BadgerOptions).
+// each such commit, paid only by entities too large for the tree (see badgertuning.Options).
 //
 // A failed sync does not fail the commit, which is made and visible: as after Badger's own
 // failed sync under SyncWrites, the background sync tries again.
-func (d *DB) commit(txn *badger.Txn, valueLog bool) error {
+func (d *badgerDB) commit(txn *badger.Txn, valueLog bool) error {
 	if err := d.refuseFailed(); err != nil {
 		return err
 	}
@@ -424,7 +463,7 @@ func (d *DB) commit(txn *badger.Txn, valueLog bool) error {
 // commitErr passes on the error of a commit, and takes one that is not the transaction's
 // own (a conflict, a size) for a failed write of the logs, which nothing may acknowledge
 // after (see errDiskFailed).
-func (d *DB) commitErr(err error) error {
+func (d *badgerDB) commitErr(err error) error {
 	if err == nil || errors.Is(err, badger.ErrConflict) || errors.Is(err, badger.ErrTxnTooBig) || errors.Is(err, badger.ErrDBClosed) {
 		return err
 	}
@@ -432,11 +471,9 @@ func (d *DB) commitErr(err error) error {
 }
 
 // Close flushes and closes the store.
-func (d *DB) Close() error {
-	if d.mem != nil {
-		d.mem.close()
-		return nil
-	}
+func (d *DB) Close() error { return d.e.close() }
+
+func (d *badgerDB) close() error {
 	if d.stopSyncs != nil {
 		close(d.stopSyncs)
 		d.syncs.Wait()
@@ -472,10 +509,9 @@ type viewTxn struct {
 var viewPool = sync.Pool{New: func() any { return new(viewTxn) }}
 
 // View runs fn in a read-only snapshot.
-func (d *DB) View(fn func(*Txn) error) error {
-	if d.mem != nil {
-		return d.mem.view(d, fn)
-	}
+func (d *DB) View(fn func(*Txn) error) error { return d.e.view(fn) }
+
+func (d *badgerDB) view(fn func(*Txn) error) error {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	// What badger.DB.View does, with a pooled Txn rather than a closure and a Txn per read.
@@ -526,10 +562,9 @@ func readFaults(t *Txn, fn func(*Txn) error) (err error) {
 // On disk, concurrent Updates share commits (see group.go): fn may run on another writer's
 // goroutine, after the writes queued before it and seeing them, and it must not call
 // Update itself (use UpdateNow for a write that must be committed before fn goes on).
-func (d *DB) Update(fn func(*Txn) error) error {
-	if d.mem != nil {
-		return d.mem.update(d, fn)
-	}
+func (d *DB) Update(fn func(*Txn) error) error { return d.e.update(fn) }
+
+func (d *badgerDB) update(fn func(*Txn) error) error {
 	if d.damaged != nil {
 		return d.refuseDamaged()
 	}
@@ -545,10 +580,9 @@ func (d *DB) Update(fn func(*Txn) error) error {
 // UpdateNow is Update in a transaction of its own, committed at once outside any group
 // commit. It is for a small write made from inside an Update closure that must be durable
 // before the closure goes on (the root package's Timestamp reservation).
-func (d *DB) UpdateNow(fn func(*Txn) error) error {
-	if d.mem != nil {
-		return d.mem.update(d, fn)
-	}
+func (d *DB) UpdateNow(fn func(*Txn) error) error { return d.e.updateNow(fn) }
+
+func (d *badgerDB) updateNow(fn func(*Txn) error) error {
 	if d.damaged != nil {
 		return d.refuseDamaged()
 	}
@@ -575,7 +609,7 @@ func (d *DB) UpdateNow(fn func(*Txn) error) error {
 }
 
 // updateOnce is badger.DB.Update, committed by commit.
-func (d *DB) updateOnce(fn func(*Txn) error) error {
+func (d *badgerDB) updateOnce(fn func(*Txn) error) error {
 	if d.bdb.IsClosed() {
 		return badger.ErrDBClosed
 	}
@@ -629,13 +663,18 @@ func (d *DB) DeleteRange(ctx context.Context, lower, upper []byte) error {
 }
 
 // Txn is a transaction passed to View or Update closures; it is valid only inside them.
+//
+// Txn and Iterator choose the engine per call (m or t), not through an interface as DB does:
+// a closure given to Get or Value through an interface method escapes to the heap, which
+// cost the core benchmarks an allocation per entity read (BenchmarkUpdateIfMatch in memory,
+// 18 to 21 allocations an operation).
 type Txn struct {
 	t  *badger.Txn
-	m  *memTxn // instead of t, in memory
-	db *DB
+	m  *memTxn   // instead of t, in memory
+	db *badgerDB // with t
 	// writes counts the Sets and Deletes made, and tooBig says one was refused as making
 	// the transaction too large: a group commit needs both (see group.go). valueLog says a
-	// value went to Badger's value log (see DB.commit).
+	// value went to Badger's value log (see badgerDB.commit).
 	writes   int
 	tooBig   bool
 	valueLog bool
@@ -685,7 +724,7 @@ func (t *Txn) Set(key, value []byte) error {
 }
 
 // inValueLog says Badger keeps value in its value log rather than in the LSM tree.
-func (d *DB) inValueLog(value []byte) bool {
+func (d *badgerDB) inValueLog(value []byte) bool {
 	return int64(len(value)) >= d.bo.ValueThreshold
 }
 
@@ -732,7 +771,7 @@ type Iterator struct {
 	started      bool
 	item         *badger.Item
 	m            *memIter // instead of it, in memory
-	db           *DB
+	db           *badgerDB
 }
 
 // Next advances to the next key in range and reports whether there is one.
@@ -808,13 +847,13 @@ var errDamagedReadOnly = errors.New("storage: the store is read-only because par
 
 // refuseDamaged is the error of a write to a damaged store: errDamagedReadOnly, with the
 // damage.
-func (d *DB) refuseDamaged() error {
+func (d *badgerDB) refuseDamaged() error {
 	return fmt.Errorf("%w: %w", errDamagedReadOnly, errors.Join(damages(d.damaged)...))
 }
 
 // damagedIn returns the damage of the first damaged table that may hold a key in
 // [lower, upper), or lower itself when point is set, or nil.
-func (d *DB) damagedIn(lower, upper []byte, point bool) error {
+func (d *badgerDB) damagedIn(lower, upper []byte, point bool) error {
 	for _, dmg := range d.damaged {
 		if dmg.covers(lower, upper, point) {
 			return dmg

@@ -134,10 +134,9 @@ func inspect(dir string) (inspection, error) {
 // and memtable entries of the logs. Values in the value log carry their own checksums, which
 // every read verifies, so a scan that reads every value completes the check. It returns the
 // damage found, each a *Damage, or nil; in memory, nil.
-func (d *DB) Verify(ctx context.Context) error {
-	if d.mem != nil {
-		return nil
-	}
+func (d *DB) Verify(ctx context.Context) error { return d.e.verify(ctx) }
+
+func (d *badgerDB) verify(ctx context.Context) error {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	var names []string
@@ -168,7 +167,7 @@ func (d *DB) Verify(ctx context.Context) error {
 }
 
 // liveTables are the IDs of the tables the store reads now.
-func (d *DB) liveTables() map[uint64]bool {
+func (d *badgerDB) liveTables() map[uint64]bool {
 	live := map[uint64]bool{}
 	for _, ti := range d.bdb.Tables() {
 		live[ti.ID] = true
@@ -492,7 +491,7 @@ func (l *valueLogger) Errorf(format string, args ...any) {
 
 // readValue calls fn with the value of item, or returns the damage that kept it from being
 // read: an empty value for an item whose value is not empty.
-func (d *DB) readValue(item *badger.Item, fn func(value []byte) error) error {
+func (d *badgerDB) readValue(item *badger.Item, fn func(value []byte) error) error {
 	if d.unverified {
 		return item.Value(fn)
 	}
@@ -544,7 +543,9 @@ func inspectKeyRegistry(dir string) *Damage {
 
 // Damaged returns the damage Open found in tables, for which it opened the store read-only
 // (see Open), joined; nil if there is none.
-func (d *DB) Damaged() error {
+func (d *DB) Damaged() error { return d.e.damage() }
+
+func (d *badgerDB) damage() error {
 	if d.damaged == nil {
 		return nil
 	}

@@ -12,7 +12,7 @@ import (
 )
 
 // Value-log GC: giving back the space of overwritten and deleted values that Badger keeps in
-// its value log (values from the value threshold up; see BadgerOptions). Badger counts, per
+// its value log (values from the value threshold up; see badgertuning.Options). Badger counts, per
 // value-log file, the bytes of values whose keys compactions have dropped (its discard
 // statistics, in the file DISCARD); its RunValueLogGC picks the file with the most, copies the
 // values still live in it to the end of the value log through its ordinary write path, and
@@ -140,7 +140,7 @@ func gcPending(dir string) bool {
 
 // startGC starts the background rounds of a store with SyncWrites, one per tick of ticks
 // (every gcInterval when nil).
-func (d *DB) startGC(ticks <-chan time.Time) {
+func (d *badgerDB) startGC(ticks <-chan time.Time) {
 	d.stopGC = make(chan struct{})
 	if ticks == nil {
 		tick := time.NewTicker(gcInterval)
@@ -153,7 +153,7 @@ func (d *DB) startGC(ticks <-chan time.Time) {
 	d.gcs.Go(func() { d.gcEvery(ticks) })
 }
 
-func (d *DB) gcEvery(ticks <-chan time.Time) {
+func (d *badgerDB) gcEvery(ticks <-chan time.Time) {
 	for {
 		select {
 		case <-d.stopGC:
@@ -168,7 +168,7 @@ func (d *DB) gcEvery(ticks <-chan time.Time) {
 
 // collectGarbage runs a round of at most gcPasses passes on the live store and returns how
 // many files it gave back. Close stops it between passes.
-func (d *DB) collectGarbage() (files int, err error) {
+func (d *badgerDB) collectGarbage() (files int, err error) {
 	for range gcPasses {
 		select {
 		case <-d.stopGC:

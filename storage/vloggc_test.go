@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tabuladb/tabula/internal/badgertuning"
 	"github.com/tabuladb/tabula/internal/lazyfs"
 )
 
@@ -92,7 +93,7 @@ func makeGarbageSized(t testing.TB, dir string, keys, rounds int, fileSize int64
 // after Open, and an instance closed at once may drop nothing.
 func countGarbageNow(t testing.TB, dir string, fileSize int64) {
 	t.Helper()
-	bo := BadgerOptions(dir, MinMemoryBudget).WithValueLogFileSize(fileSize).WithCompactL0OnClose(true)
+	bo := badgertuning.Options(dir, MinMemoryBudget).WithValueLogFileSize(fileSize).WithCompactL0OnClose(true)
 	bdb, err := badger.OpenManaged(bo)
 	require.NoError(t, err)
 	bdb.SetDiscardTs(math.MaxUint64)
@@ -357,7 +358,7 @@ func BenchmarkOpenGC(b *testing.B) {
 // the garbage, and collects it.
 func TestValueLogGCCountsInBackground(t *testing.T) {
 	dir := t.TempDir()
-	bo := BadgerOptions(dir, MinMemoryBudget).WithValueLogFileSize(gcTestFileSize)
+	bo := badgertuning.Options(dir, MinMemoryBudget).WithValueLogFileSize(gcTestFileSize)
 	live := map[string][]byte{}
 	write := func(rounds []int, compactL0 bool) {
 		bdb, err := badger.Open(bo.WithCompactL0OnClose(compactL0))

@@ -13,7 +13,6 @@ import (
 	"github.com/tabuladb/tabula"
 	"github.com/tabuladb/tabula/partition"
 	"github.com/tabuladb/tabula/server"
-	"github.com/tabuladb/tabula/storage"
 )
 
 // The flags of "tabula serve", their checks, and the config they make (serve.go runs it).
@@ -233,16 +232,16 @@ func (cfg *config) defineFlags(fs *flag.FlagSet, sf *serveFlags) []flagGroup {
 	return groups
 }
 
-// parseMemory reads --memory: a size from storage.MinMemoryBudget, as the help says, to the
+// parseMemory reads --memory: a size from tabula.MinMemoryBudget, as the help says, to the
 // machine's memory (when known, machine > 0), beyond which the store fails later and worse.
 func parseMemory(v string, machine uint64) (uint64, error) {
 	n, err := parseSize(v)
 	switch {
 	case err != nil:
 		return 0, err
-	case n < storage.MinMemoryBudget:
+	case n < tabula.MinMemoryBudget:
 		return 0, fmt.Errorf("%s less than the least, %s: give --memory %s or more, or leave it out",
-			sizeIs(v, n), formatSize(storage.MinMemoryBudget), formatSize(storage.MinMemoryBudget))
+			sizeIs(v, n), formatSize(tabula.MinMemoryBudget), formatSize(tabula.MinMemoryBudget))
 	case machine > 0 && n > machine:
 		return 0, fmt.Errorf("%s more than this machine's memory, %s: give --memory at most that",
 			sizeIs(v, n), formatSize(machine))

@@ -35,6 +35,8 @@ var rules = []rule{
 	{"", "layers", false, "the engine is below the wire, the client and the fakes"},
 	{"", "github.com/dgraph-io/badger/...", false, "only storage knows Badger"},
 	{"server", "github.com/dgraph-io/badger/...", false, "only storage knows Badger"},
+	{"badgerless", "internal/badgertuning", false, "only storage, and bench's raw-Badger baselines, tune Badger"},
+	{"programs", "storage", false, "programs reach the store through the engine"},
 	{"server", "storage", false, "the wire reaches the store through the engine"},
 	{"server", "remote", false, "the server does not depend on the client"},
 	{"server", "tabulatest/...", false, "the server does not depend on the fakes"},
@@ -51,6 +53,8 @@ var groups = map[string][]string{
 	"local": {"", "odata", "partition", "storage", "server", "remote", "tabulatest/...", "cmd/...", "bench/...", "examples/..."},
 	// layers: what the leaves and internal/ must not import.
 	"layers": {"", "server", "remote", "tabulatest/...", "cmd/...", "bench/...", "examples/..."},
+	// badgerless: what knows nothing of Badger.
+	"badgerless": {"", "odata", "partition", "server", "remote", "tabulatest/...", "cmd/...", "examples/...", "internal/..."},
 	// programs: what nothing imports.
 	"programs": {"cmd/...", "examples/..."},
 	// notbench: everything outside bench/.
