@@ -16,7 +16,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/tabuladb/tabula"
-	"github.com/tabuladb/tabula/storage"
+	"github.com/tabuladb/tabula/internal/badgertuning"
 )
 
 // Export and import of an interchange file: N entities of about 1 KiB (a
@@ -66,7 +66,7 @@ func interchangeFile(n int) []byte {
 func rawWrites(b *testing.B, dir string, n int, budget uint64) (elapsed, cpu, stalled time.Duration) {
 	stalls := &stallLog{}
 	// WithLoggingLevel replaces the logger, so it comes first.
-	raw, err := badger.Open(storage.BadgerOptions(dir, budget).WithSyncWrites(false).
+	raw, err := badger.Open(badgertuning.Options(dir, budget).WithSyncWrites(false).
 		WithLoggingLevel(badger.INFO).WithLogger(stalls))
 	if err != nil {
 		b.Fatal(err)
@@ -369,7 +369,7 @@ func BenchmarkExport(b *testing.B) {
 	if err := db.Close(); err != nil {
 		b.Fatal(err)
 	}
-	opts := storage.BadgerOptions(dir, 0).WithSyncWrites(false)
+	opts := badgertuning.Options(dir, 0).WithSyncWrites(false)
 	// The load leaves compaction behind, which each open would go on with while the reads
 	// are timed; flattened, the tree stays as it is through every round.
 	tree, err := badger.Open(opts.WithLoggingLevel(badger.ERROR)) // Flatten warns as it waits on compactions
