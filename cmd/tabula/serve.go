@@ -55,15 +55,7 @@ func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer) (err erro
 		defer func() { err = errors.Join(err, f.Close()) }()
 		debug = f
 	}
-
-	var logger *slog.Logger
-	if !cfg.silent {
-		if cfg.logFormat == "json" {
-			logger = slog.New(slog.NewJSONHandler(stdout, nil))
-		} else {
-			logger = slog.New(slog.NewTextHandler(stdout, nil))
-		}
-	}
+	logger := requestLogger(cfg, stdout)
 	// What the database reports on its own (an upgrade of the directory's format, the disk
 	// below --disk-reserve, the first write refused for it) goes to the log, or to standard
 	// error when --silent turns the request log off.
@@ -116,37 +108,13 @@ func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer) (err erro
 		return err
 	}
 	if cfg.importFile != "" {
-		// After the server has assigned its accounts their namespaces, so that the file's
-		// accounts land where it serves them.
-		var accounts []string
-		for _, a := range h.Accounts() {
-			accounts = append(accounts, a.Name)
-		}
-		p, err := importAtStart(ctx, db.DB, cfg.importFile, accounts)
-		if err != nil {
-			return fmt.Errorf("--import: %w", err)
-		}
-		fmt.Fprintf(stdout, "Imported %s, %s from %s.\n", count(p.Tables, "table"), count(p.Entities, "entity"), cfg.importFile)
-	}
-
-	scheme := "http"
-	var certPath string
-	var tlsCfg *tls.Config
-	if cfg.certFile != "" || cfg.selfSigned {
-		scheme = "https"
-		certPath = cfg.certFile
-		if cfg.selfSigned && certPath == "" {
-			dir := cfg.dir
-			if cfg.inMemory {
-				if dir, err = os.MkdirTemp("", "tabula-tls-"); err != nil {
-					return fmt.Errorf("making a directory for the self-signed certificate (or give --cert FILE): %w", err)
-				}
-			}
-			certPath = filepath.Join(dir, "tabula-cert.pem")
-		}
-		if tlsCfg, err = tlsConfig(cfg, certPath, time.Now()); err != nil {
+		if err := importBeforeServing(ctx, cfg, db.DB, h, stdout); err != nil {
 			return err
 		}
+	}
+	tlsCfg, certPath, err := serveTLS(cfg)
+	if err != nil {
+		return err
 	}
 
 	var handler http.Handler = h
@@ -155,33 +123,7 @@ func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer) (err erro
 	}
 	srv := server.NewHTTPServer(handler, cfg.http)
 	srv.ErrorLog = log.New(stderr, "", log.LstdFlags) // failed TLS handshakes, mostly
-
-	listening := ln.Addr().(*net.TCPAddr)
-	endpoint := scheme + "://" + clientAddr(listening)
-	fmt.Fprintf(stdout, "Tabula %s is serving the Azure Table API over %s on %s%s.\n",
-		versionOnly(), scheme, listening, everyInterface(listening))
-	fmt.Fprintf(stdout, "Data: %s%s.\n", where, durability(cfg))
-	if cfg.selfSigned {
-		fmt.Fprintf(stdout, "Self-signed certificate for 127.0.0.1 and localhost (make your client trust it): %s\n", certPath)
-	}
-	for _, a := range h.Accounts() {
-		fmt.Fprintf(stdout, "Connection string for %s:\n  %s\n", a.Name, a.ConnectionString(endpoint))
-	}
-	fmt.Fprintf(stdout, "Console (sign in with an account name and key): %s%sconsole/\n", endpoint, server.ReservedPrefix)
-	if cfg.adminKey == "" {
-		fmt.Fprintf(stdout, "Admin key (user %s; every account, and creating accounts): %s\n", server.AdminUser, h.AdminKey())
-	} else {
-		fmt.Fprintf(stdout, "Admin key: as given (user %s; every account, and creating accounts).\n", server.AdminUser)
-	}
-	if scheme == "http" && listening.Port == 10002 && usesDevelopmentAccount(h.Accounts()) {
-		fmt.Fprintln(stdout, "SDKs other than Go's also accept UseDevelopmentStorage=true.")
-	}
-	for _, w := range exposureWarnings(listening, h.Accounts(), cfg.oauth) {
-		fmt.Fprintln(stderr, w)
-	}
-	if err := db.DiskFull(); err != nil { // the database's log says it too
-		fmt.Fprintf(stderr, "WARNING: the disk has less free space than --disk-reserve: reads answer, and writes are refused (503 ServerBusy) until there is more (or start with a smaller --disk-reserve): %s\n", message(err))
-	}
+	printBanner(cfg, h, db, ln.Addr().(*net.TCPAddr), tlsCfg != nil, certPath, where, stdout, stderr)
 
 	// The connection cap sits under TLS so that its ServerBusy refusal is itself sent over TLS.
 	if tlsCfg != nil {
@@ -202,6 +144,88 @@ func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer) (err erro
 		<-served
 	}
 	return err
+}
+
+// requestLogger is the request log --log-format asks for, nil with --silent.
+func requestLogger(cfg *config, stdout io.Writer) *slog.Logger {
+	switch {
+	case cfg.silent:
+		return nil
+	case cfg.logFormat == "json":
+		return slog.New(slog.NewJSONHandler(stdout, nil))
+	default:
+		return slog.New(slog.NewTextHandler(stdout, nil))
+	}
+}
+
+// importBeforeServing runs --import. It comes after the server has assigned its accounts
+// their namespaces, so that the file's accounts land where it serves them.
+func importBeforeServing(ctx context.Context, cfg *config, db *tabula.DB, h *server.Server, stdout io.Writer) error {
+	var accounts []string
+	for _, a := range h.Accounts() {
+		accounts = append(accounts, a.Name)
+	}
+	p, err := importAtStart(ctx, db, cfg.importFile, accounts)
+	if err != nil {
+		return fmt.Errorf("--import: %w", err)
+	}
+	fmt.Fprintf(stdout, "Imported %s, %s from %s.\n", count(p.Tables, "table"), count(p.Entities, "entity"), cfg.importFile)
+	return nil
+}
+
+// serveTLS is the TLS configuration --cert or --self-signed asks for (nil for plain HTTP),
+// with the path of the certificate clients must trust.
+func serveTLS(cfg *config) (*tls.Config, string, error) {
+	if cfg.certFile == "" && !cfg.selfSigned {
+		return nil, "", nil
+	}
+	certPath := cfg.certFile
+	if cfg.selfSigned && certPath == "" {
+		dir := cfg.dir
+		if cfg.inMemory {
+			var err error
+			if dir, err = os.MkdirTemp("", "tabula-tls-"); err != nil {
+				return nil, "", fmt.Errorf("making a directory for the self-signed certificate (or give --cert FILE): %w", err)
+			}
+		}
+		certPath = filepath.Join(dir, "tabula-cert.pem")
+	}
+	tlsCfg, err := tlsConfig(cfg, certPath, time.Now())
+	return tlsCfg, certPath, err
+}
+
+// printBanner says where the server listens, where its data is, and how to connect, then
+// warns of what deserves it (exposure, a full disk).
+func printBanner(cfg *config, h *server.Server, db *openedDB, listening *net.TCPAddr, secure bool, certPath, where string, stdout, stderr io.Writer) {
+	scheme := "http"
+	if secure {
+		scheme = "https"
+	}
+	endpoint := scheme + "://" + clientAddr(listening)
+	fmt.Fprintf(stdout, "Tabula %s is serving the Azure Table API over %s on %s%s.\n",
+		versionOnly(), scheme, listening, everyInterface(listening))
+	fmt.Fprintf(stdout, "Data: %s%s.\n", where, durability(cfg))
+	if cfg.selfSigned {
+		fmt.Fprintf(stdout, "Self-signed certificate for 127.0.0.1 and localhost (make your client trust it): %s\n", certPath)
+	}
+	for _, a := range h.Accounts() {
+		fmt.Fprintf(stdout, "Connection string for %s:\n  %s\n", a.Name, a.ConnectionString(endpoint))
+	}
+	fmt.Fprintf(stdout, "Console (sign in with an account name and key): %s%sconsole/\n", endpoint, server.ReservedPrefix)
+	if cfg.adminKey == "" {
+		fmt.Fprintf(stdout, "Admin key (user %s; every account, and creating accounts): %s\n", server.AdminUser, h.AdminKey())
+	} else {
+		fmt.Fprintf(stdout, "Admin key: as given (user %s; every account, and creating accounts).\n", server.AdminUser)
+	}
+	if !secure && listening.Port == 10002 && usesDevelopmentAccount(h.Accounts()) {
+		fmt.Fprintln(stdout, "SDKs other than Go's also accept UseDevelopmentStorage=true.")
+	}
+	for _, w := range exposureWarnings(listening, h.Accounts(), cfg.oauth) {
+		fmt.Fprintln(stderr, w)
+	}
+	if err := db.DiskFull(); err != nil { // the database's log says it too
+		fmt.Fprintf(stderr, "WARNING: the disk has less free space than --disk-reserve: reads answer, and writes are refused (503 ServerBusy) until there is more (or start with a smaller --disk-reserve): %s\n", message(err))
+	}
 }
 
 // clientAddr is the address clients on this machine should use: a listener on every
