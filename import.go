@@ -85,7 +85,17 @@ type loader struct {
 	// nil when its entities go through bulk; noLoad says the store refused one.
 	load   *storage.Load
 	noLoad bool
+	// ids are table IDs the import reserved, each with its drop marker, and has not staged a
+	// table in yet (see stageID).
+	ids []uint64
 }
+
+// idsAhead is how many table IDs, each with its drop marker, an exclusive import reserves
+// at a time. A drop marker's key sorts before every entity's, and the catalog's and the
+// clock's after them: a marker written as each table begins would put writes on both sides
+// of the table loaded before, which the next direct load's start would then rewrite whole
+// (storage.NewLoad merges the writes since into the level that table is in).
+const idsAhead = 64
 
 // loadFrom and loadFromBytes are how many entities, or bytes of them, of a table in key
 // order an exclusive import gathers before it loads the table directly (storage.Load):
@@ -149,7 +159,9 @@ func (l *loader) run() (Progress, error) {
 	if err := l.bulk.Flush(); err != nil {
 		return l.fail(storageError(err))
 	}
-	return l.p, l.publish(l.staged)
+	err := l.publish(l.staged)
+	l.releaseIDs()
+	return l.p, err
 }
 
 // readRecord is a record of the file read ahead, or the error in its place.
@@ -235,12 +247,7 @@ func (l *loader) beginTable(rec *wire.Record) error {
 		return err
 	}
 	t := &stagedTable{ns: ns, name: rec.Table, line: rec.Line, policies: policies, acl: rec.AccessPolicies != nil}
-	if err := l.db.update(l.ctx, func(tx *storage.Txn) (err error) {
-		if t.id, err = allocateTableID(tx); err != nil {
-			return err
-		}
-		return tx.Set(dropKey(t.id), nil)
-	}); err != nil {
+	if t.id, err = l.stageID(); err != nil {
 		return err
 	}
 	l.staged = append(l.staged, t)
@@ -370,6 +377,7 @@ func (l *loader) flush() error {
 // fail ends a failed import: what was staged is dropped, except, under BestEffort, the
 // whole tables read before the failure, which are published.
 func (l *loader) fail(err error) (Progress, error) {
+	defer l.releaseIDs()
 	if l.load != nil {
 		l.load.Cancel()
 		l.load = nil
@@ -436,6 +444,55 @@ func (l *loader) startLoad() error {
 		loadStarted()
 	}
 	return nil
+}
+
+// stageID is the ID of a table to stage, whose drop marker is stored: one the import
+// reserved, or, when it has none left, the first of those it reserves now (idsAhead of them
+// in an exclusive import, otherwise one).
+func (l *loader) stageID() (uint64, error) {
+	if len(l.ids) == 0 {
+		n := 1
+		if l.opts.Exclusive {
+			n = idsAhead
+		}
+		if err := l.db.update(l.ctx, func(tx *storage.Txn) error {
+			ids := make([]uint64, n)
+			for i := range ids {
+				id, err := allocateTableID(tx)
+				if err != nil {
+					return err
+				}
+				if err := tx.Set(dropKey(id), nil); err != nil {
+					return err
+				}
+				ids[i] = id
+			}
+			l.ids = ids
+			return nil
+		}); err != nil {
+			return 0, err
+		}
+	}
+	id := l.ids[0]
+	l.ids = l.ids[1:]
+	return id, nil
+}
+
+// releaseIDs deletes the drop markers of the IDs the import reserved and did not use, which
+// hold nothing. Should it fail, they stay, and the next Open's drops delete them.
+func (l *loader) releaseIDs() {
+	if len(l.ids) == 0 {
+		return
+	}
+	_ = l.db.store.Update(func(tx *storage.Txn) error {
+		for _, id := range l.ids {
+			if err := tx.Delete(dropKey(id)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	l.ids = nil
 }
 
 // loadStarted, when set (by tests), is called as each direct load starts.

@@ -111,12 +111,14 @@ type ImportOptions struct {
 	// import (tabula import --data, tabula serve --import before it listens, a new database
 	// filled with fixtures). A table of the file that is new, or replaced (ExistingReplace),
 	// whose entities come in key order (as exports write them) and that is large (32,768
-	// entities or 32 MiB) is then written straight into the bottom of the store, each byte
+	// entities or 32 MiB) is then written straight into a level of the store's tree, each byte
 	// once: on disk at less than half the CPU of the ordinary way (BENCHMARKS.md, "Export
 	// and import"). Meanwhile every other use of the DB waits, so Progress must not use it.
-	// The rest of a table out of key order, a database in memory, opened with SyncWrites or
-	// already larger than a few of its memtables take the ordinary way; the guarantees are
-	// the same either way.
+	// Each such table takes a level of the store's tree (there are six) until Badger's
+	// compactions move it down. The rest of a table out of key order, a database in memory
+	// or opened with SyncWrites, one whose tree has no level left, and one whose writes
+	// since the last load would make the load rewrite much of what is stored take the
+	// ordinary way; the guarantees are the same either way.
 	Exclusive bool
 	// Progress, when set, is called after each table and every ProgressEvery entities.
 	// An error it returns stops the import.
