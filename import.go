@@ -129,9 +129,9 @@ type stagedEntity struct {
 	path        string
 	pk, rk      string
 	props       Properties // for a merge's check, with ExistingMerge into a table that exists
-	// check: its key is not after every key before it, so it may be in the table twice
+	// mayRepeat: its key is not after every key before it, so it may be in the table twice
 	// (a file in key order, as exports are, never needs the look-up).
-	check bool
+	mayRepeat bool
 }
 
 func (l *loader) run() (Progress, error) {
@@ -281,8 +281,8 @@ func (l *loader) entity(rec *wire.Record) error {
 	t := l.cur
 	key := entityKey(t.id, e.PartitionKey, e.RowKey)
 	// A key after every key before it cannot be a repeat; only the others are looked up.
-	check := t.maxKey != nil && bytes.Compare(key, t.maxKey) <= 0
-	if !check {
+	mayRepeat := t.maxKey != nil && bytes.Compare(key, t.maxKey) <= 0
+	if !mayRepeat {
 		t.maxKey = append(t.maxKey[:0], key...)
 	} else {
 		t.unsorted = true
@@ -298,7 +298,7 @@ func (l *loader) entity(rec *wire.Record) error {
 	}
 	t.maxTicks = max(t.maxTicks, ticks)
 	se := stagedEntity{key: key, record: encodeRecord(ticks, e.Properties, names), line: rec.Line, path: rec.Path,
-		pk: e.PartitionKey, rk: e.RowKey, check: check}
+		pk: e.PartitionKey, rk: e.RowKey, mayRepeat: mayRepeat}
 	if t.target != 0 && l.opts.Existing == ExistingMerge {
 		se.props = e.Properties
 	}
@@ -338,7 +338,8 @@ func (l *loader) endTable() error {
 	return l.progress()
 }
 
-// flush stages the batch, after screening it where it needs it.
+// flush stages the batch, after checking its entities for repeats and against the stored
+// table where they need it.
 func (l *loader) flush() error {
 	if len(l.batch) == 0 {
 		return nil
@@ -350,7 +351,7 @@ func (l *loader) flush() error {
 	if err := l.ctx.Err(); err != nil {
 		return err
 	}
-	if l.load != nil { // keys in order, into a table new or replaced: nothing to screen
+	if l.load != nil { // keys in order, into a table new or replaced: nothing to check
 		for i := range l.batch {
 			if err := l.load.Set(l.batch[i].key, l.batch[i].record); err != nil {
 				return storageError(err)
@@ -358,9 +359,9 @@ func (l *loader) flush() error {
 		}
 		return nil
 	}
-	checks := slices.ContainsFunc(l.batch, func(e stagedEntity) bool { return e.check })
-	if checks || l.cur.target != 0 && l.opts.Existing != ExistingReplace {
-		if err := l.screen(checks); err != nil {
+	repeats := slices.ContainsFunc(l.batch, func(e stagedEntity) bool { return e.mayRepeat })
+	if repeats || l.cur.target != 0 && l.opts.Existing != ExistingReplace {
+		if err := l.checkRepeatsAndStored(repeats); err != nil {
 			return err
 		}
 	}
@@ -561,20 +562,20 @@ func (db *DB) leaseTick() (int64, bool) {
 	return db.lastTicks, true
 }
 
-// screen looks up the batch's entities that need it: those that may be in the file twice
-// (check), and, in a table that exists, the stored entity of the same keys, which
+// checkRepeatsAndStored looks up the batch's entities that need it: those that may be in
+// the file twice (mayRepeat, when repeats says some are), and, in a table that exists, the stored entity of the same keys, which
 // ExistingFail refuses, ExistingSkip keeps and ExistingMerge must merge with within the
 // limits. An entity the batch leaves out gets a nil key, counted as skipped: ExistingSkip's
 // always, the others' under BestEffort; otherwise the first one is the import's error.
-func (l *loader) screen(checks bool) error {
-	if checks {
+func (l *loader) checkRepeatsAndStored(repeats bool) error {
+	if repeats {
 		// The keys staged before must be visible to the look-ups.
 		if err := l.bulk.Flush(); err != nil {
 			return storageError(err)
 		}
 	}
-	var seen map[string]struct{} // the batch's keys so far, when some are checked
-	if checks {
+	var seen map[string]struct{} // the batch's keys so far, when some may repeat
+	if repeats {
 		seen = make(map[string]struct{}, len(l.batch))
 	}
 	t, policy := l.cur, l.opts.Existing
@@ -584,7 +585,7 @@ func (l *loader) screen(checks bool) error {
 			e := &l.batch[i]
 			var why string
 			var code *Error
-			if e.check { // a key not after the one before: it may be staged already
+			if e.mayRepeat { // a key not after the one before: it may be staged already
 				found, err := tx.Get(e.key, nil)
 				if err != nil {
 					return err
@@ -738,7 +739,7 @@ func (l *loader) lockExisting(staged []*stagedTable) error {
 // replaceInto copies the stored entities of the table t replaces into its staging area,
 // by the policy: an entity the file does not have is copied; one it has is the file's
 // (ExistingReplace), the merge of both (ExistingMerge), or, where it was written since it
-// was screened, the stored one (ExistingSkip) or an error (ExistingFail).
+// was checked, the stored one (ExistingSkip) or an error (ExistingFail).
 func (l *loader) replaceInto(t *stagedTable) error {
 	policy := l.opts.Existing
 	lower, upper := tableBounds(t.replaces.rec.ID)

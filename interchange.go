@@ -328,8 +328,8 @@ func checkServiceProperties(rec *wire.Record) error {
 	return nil
 }
 
-// The size of the import's batches: a staged batch's look-ups (see loader.screen), and an
-// ImportService's SubmitBulk.
+// The size of the import's batches: a staged batch's look-ups (see
+// loader.checkRepeatsAndStored), and an ImportService's SubmitBulk.
 const (
 	importBatchEntities = 2000
 	importBatchBytes    = 4 << 20
