@@ -88,6 +88,9 @@ type loader struct {
 	// ids are table IDs the import reserved, each with its drop marker, and has not staged a
 	// table in yet (see stageID).
 	ids []uint64
+	// sorter gathers the table being read when it came out of key order before its direct
+	// load began (see outOfOrder); nil otherwise.
+	sorter *tableSorter
 }
 
 // idsAhead is how many table IDs, each with its drop marker, an exclusive import reserves
@@ -285,8 +288,7 @@ func (l *loader) entity(rec *wire.Record) error {
 	if !mayRepeat {
 		t.maxKey = append(t.maxKey[:0], key...)
 	} else {
-		t.unsorted = true
-		if err := l.endLoad(); err != nil { // a direct load takes keys in order only
+		if err := l.outOfOrder(); err != nil {
 			return err
 		}
 	}
@@ -297,6 +299,22 @@ func (l *loader) entity(rec *wire.Record) error {
 		}
 	}
 	t.maxTicks = max(t.maxTicks, ticks)
+	if l.sorter != nil {
+		if err := l.sorter.add(key, encodeRecord(ticks, e.Properties, names), rec.Line, rec.Path); err != nil {
+			return err
+		}
+		l.p.Entities++
+		l.p.TableEntities++
+		if l.p.Entities%importBatchEntities == 0 {
+			if err := l.ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if l.p.Entities%l.every == 0 {
+			return l.progress()
+		}
+		return nil
+	}
 	se := stagedEntity{key: key, record: encodeRecord(ticks, e.Properties, names), line: rec.Line, path: rec.Path,
 		pk: e.PartitionKey, rk: e.RowKey, mayRepeat: mayRepeat}
 	if t.target != 0 && l.opts.Existing == ExistingMerge {
@@ -321,6 +339,9 @@ func (l *loader) endTable() error {
 	if l.skipping {
 		l.skipping = false
 		return nil
+	}
+	if err := l.writeSorted(); err != nil {
+		return err
 	}
 	if err := l.flush(); err != nil {
 		return err
@@ -379,6 +400,10 @@ func (l *loader) flush() error {
 // whole tables read before the failure, which are published.
 func (l *loader) fail(err error) (Progress, error) {
 	defer l.releaseIDs()
+	if l.sorter != nil {
+		l.sorter.close()
+		l.sorter = nil
+	}
 	if l.load != nil {
 		l.load.Cancel()
 		l.load = nil
@@ -632,8 +657,7 @@ func (l *loader) checkRepeatsAndStored(repeats bool) error {
 				continue
 			}
 			if !l.opts.BestEffort {
-				return &ImportError{Line: e.line, Field: cmp.Or(e.path, "PartitionKey, RowKey"), Rule: fmt.Sprintf("entity (%q, %q) %s", e.pk, e.rk, why),
-					Err: code.WithDetail("entity (%q, %q)", e.pk, e.rk)}
+				return entityError(e.line, e.path, e.pk, e.rk, why, code)
 			}
 			skipped++
 			e.key = nil

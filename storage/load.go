@@ -305,3 +305,13 @@ func (l *Load) end(keep bool) error {
 	}
 	return nil
 }
+
+// LoadSpace says where a load's caller may keep temporary files, the store's directory
+// ("" in memory), and how much memory it may hold gathering a load's keys: an eighth of
+// the budget, the size of the memtables and table buffers a load leaves unused.
+func (d *DB) LoadSpace() (dir string, memory int) {
+	if d.mem != nil {
+		return "", 0
+	}
+	return d.bo.Dir, int(8 * d.bo.MemTableSize)
+}

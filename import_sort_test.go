@@ -1,0 +1,149 @@
+package tabula
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// permutedFile is bulkFile's table of n entities with entity at(i) on the file's i-th
+// entity line (line 3+i).
+func permutedFile(n int, at func(i int) int) string {
+	lines := strings.SplitAfter(bulkFile(n, inOrder), "\n")
+	out := append([]string(nil), lines[:2]...)
+	for i := range n {
+		out = append(out, lines[2+at(i)])
+	}
+	return strings.Join(append(out, lines[2+n:]...), "")
+}
+
+// shuffled puts a table of n entities out of key order throughout.
+func shuffled(n int) func(i int) int { return func(i int) int { return i * 7919 % n } }
+
+// sortFiles lists the sorter's files in dir.
+func sortFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	names, err := filepath.Glob(filepath.Join(dir, sortFilePattern))
+	require.NoError(t, err)
+	return names
+}
+
+// setSortRun makes the sorter's runs size bytes; it returns the undo.
+func setSortRun(size int) func() {
+	old := sortRunBytes
+	sortRunBytes = size
+	return func() { sortRunBytes = old }
+}
+
+// tableRows lists a table's entities as PartitionKey, RowKey and Payload.
+func tableRows(t *testing.T, db *DB, name string) []string {
+	t.Helper()
+	var rows []string
+	for e, err := range db.Table(name).QueryAll(context.Background(), Query{}) {
+		require.NoError(t, err)
+		rows = append(rows, fmt.Sprint(e.PartitionKey, e.RowKey, e.Properties["Payload"]))
+	}
+	return rows
+}
+
+// An exclusive import of a table out of key order sorts it, in runs written to the
+// database's directory, and loads it directly: the table is what the ordinary way makes of
+// the file, the database checks out, and the sorter's files are gone.
+func TestImportExclusiveSortsUnsorted(t *testing.T) {
+	defer SetImportLoadFrom(500)()
+	defer setSortRun(64 << 10)() // about 60 entities a run
+	loads := countLoads(t)
+	ctx := context.Background()
+	const n = 2400
+	file := permutedFile(n, shuffled(n))
+	dir := t.TempDir()
+	db, err := Open(dir, nil)
+	require.NoError(t, err)
+	runs := 0
+	p, err := db.Import(ctx, strings.NewReader(file), &ImportOptions{Exclusive: true, ProgressEvery: 1000, Progress: func(Progress) error {
+		runs = max(runs, len(sortFiles(t, dir)))
+		return nil
+	}})
+	require.NoError(t, err)
+	assert.Equal(t, int64(n), p.Entities)
+	assert.Equal(t, int64(1), loads.Load())
+	assert.Greater(t, runs, 10)
+	assert.Empty(t, sortFiles(t, dir))
+
+	ordinary := openStore(t, nil)
+	_, err = ordinary.Import(ctx, strings.NewReader(file), nil)
+	require.NoError(t, err)
+	want := tableRows(t, ordinary, "Bulk")
+	require.Len(t, want, n)
+	assert.Equal(t, want, tableRows(t, db, "Bulk"))
+
+	require.NoError(t, db.Close())
+	db, err = Open(dir, nil)
+	require.NoError(t, err)
+	defer db.Close()
+	require.NoError(t, db.Check(ctx))
+	assert.Equal(t, want, tableRows(t, db, "Bulk"))
+}
+
+// A key twice in a table being sorted is refused with the error the ordinary way gives
+// (the repeat first in the file, though another comes first in key order), leaving no
+// table and none of the sorter's files; under BestEffort the repeat is skipped, as the
+// ordinary way skips it. A cancelled sort leaves no file either.
+func TestImportExclusiveSortRefusesRepeats(t *testing.T) {
+	defer SetImportLoadFrom(500)()
+	defer setSortRun(64 << 10)()
+	ctx := context.Background()
+	const n = 2400
+	perm := shuffled(n)
+	file := permutedFile(n, func(i int) int {
+		switch i {
+		case n - 5:
+			return perm(2) // a repeat of line 5's entity, the first in the file
+		case n - 1:
+			return perm(n - 300) // a repeat of an entity before line 5's in key order
+		}
+		return perm(i)
+	})
+	ordinary := openStore(t, nil)
+	_, wantErr := ordinary.Import(ctx, strings.NewReader(file), nil)
+	var ie *ImportError
+	require.ErrorAs(t, wantErr, &ie)
+	require.Equal(t, 3+n-5, ie.Line)
+	assert.Contains(t, wantErr.Error(), "is in the table twice")
+
+	dir := t.TempDir()
+	db, err := Open(dir, nil)
+	require.NoError(t, err)
+	defer db.Close()
+	_, err = db.Import(ctx, strings.NewReader(file), &ImportOptions{Exclusive: true})
+	require.Error(t, err)
+	assert.Equal(t, wantErr.Error(), err.Error())
+	assert.ErrorIs(t, err, ErrInvalidInput)
+	assert.Empty(t, sortFiles(t, dir))
+	assert.Equal(t, 0, entityKeys(t, db))
+
+	want, err := ordinary.Import(ctx, strings.NewReader(file), &ImportOptions{BestEffort: true})
+	require.NoError(t, err)
+	got, err := db.Import(ctx, strings.NewReader(file), &ImportOptions{Exclusive: true, BestEffort: true})
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), got.Skipped)
+	assert.Equal(t, want.Skipped, got.Skipped)
+	assert.Equal(t, want.Entities, got.Entities)
+	assert.Equal(t, tableRows(t, ordinary, "Bulk"), tableRows(t, db, "Bulk"))
+	assert.Empty(t, sortFiles(t, dir))
+
+	cctx, cancel := context.WithCancel(ctx)
+	_, err = db.Import(cctx, strings.NewReader(strings.ReplaceAll(permutedFile(n, perm), `"Bulk"`, `"Other"`)), &ImportOptions{Exclusive: true, ProgressEvery: 1500,
+		Progress: func(Progress) error {
+			assert.NotEmpty(t, sortFiles(t, dir))
+			cancel()
+			return nil
+		}})
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Empty(t, sortFiles(t, dir))
+}
