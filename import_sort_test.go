@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -145,5 +146,48 @@ func TestImportExclusiveSortRefusesRepeats(t *testing.T) {
 			return nil
 		}})
 	require.ErrorIs(t, err, context.Canceled)
+	assert.Empty(t, sortFiles(t, dir))
+}
+
+// The sorter hands back every entity in key order, those of one key in the order they came
+// in, from runs that span several chunks, hold an entity larger than a chunk, and are
+// written out or kept in memory.
+func TestTableSorter(t *testing.T) {
+	dir := t.TempDir()
+	s := newTableSorter(dir, 9<<20)
+	defer s.close()
+	const n = 200
+	big := strings.Repeat("b", sortChunk+1)
+	var want []string
+	for i := range n {
+		k := fmt.Sprintf("k%03d", i*7%n)
+		record := strings.Repeat("r", 100_000)
+		if i == 50 {
+			record = big
+		}
+		require.NoError(t, s.add([]byte(k), []byte(record), i+1, "p"+k))
+		want = append(want, k)
+	}
+	require.NoError(t, s.add([]byte("k005"), []byte("again"), n+1, ""))
+	assert.NotEmpty(t, sortFiles(t, dir))
+	var got []string
+	lines := map[string][]int{}
+	require.NoError(t, s.merge(func(e *sortedEntity) error {
+		got = append(got, string(e.key))
+		lines[string(e.key)] = append(lines[string(e.key)], e.line)
+		if e.line == 51 {
+			assert.Equal(t, big, string(e.record))
+		}
+		if e.line <= n {
+			assert.Equal(t, "p"+string(e.key), e.path)
+		}
+		return nil
+	}))
+	want = append(want, "k005")
+	slices.Sort(want)
+	assert.Equal(t, want, got)
+	require.Len(t, lines["k005"], 2)
+	assert.Equal(t, n+1, lines["k005"][1], "the later entity of a key comes after")
+	s.close()
 	assert.Empty(t, sortFiles(t, dir))
 }
