@@ -191,3 +191,67 @@ func TestTableSorter(t *testing.T) {
 	s.close()
 	assert.Empty(t, sortFiles(t, dir))
 }
+
+// A table whose load has begun and that then leaves key order ends that load and has its
+// rest sorted and loaded too: the table is what the ordinary way makes of the file. A
+// repeat in the rest, of an entity loaded or of one in the rest, is refused with the
+// ordinary way's error (the repeat first in the file), leaving nothing.
+func TestImportExclusiveSortsAfterLoad(t *testing.T) {
+	defer SetImportLoadFrom(500)()
+	defer setSortRun(256 << 10)()
+	loads := countLoads(t)
+	ctx := context.Background()
+	const n = 6000 // the load begins with the first batch, of 2,000 entities
+	half := n / 2
+	order := func(i int) int {
+		if i < half {
+			return 2 * i // the even entities in key order
+		}
+		return 2*((i-half)*7919%half) + 1 // then the odd ones, scattered
+	}
+	file := permutedFile(n, order)
+	dir := t.TempDir()
+	db, err := Open(dir, nil)
+	require.NoError(t, err)
+	defer db.Close()
+	p, err := db.Import(ctx, strings.NewReader(file), &ImportOptions{Exclusive: true})
+	require.NoError(t, err)
+	assert.Equal(t, int64(n), p.Entities)
+	assert.Equal(t, int64(2), loads.Load())
+	ordinary := openStore(t, nil)
+	_, err = ordinary.Import(ctx, strings.NewReader(file), nil)
+	require.NoError(t, err)
+	assert.Equal(t, tableRows(t, ordinary, "Bulk"), tableRows(t, db, "Bulk"))
+	assert.Empty(t, sortFiles(t, dir))
+
+	for _, c := range []struct {
+		name             string
+		stored, repeated int // the lines' indexes (i) that repeat a loaded entity and one of the rest
+	}{
+		{"a loaded entity's repeat first", half + 10, half + 20},
+		{"a repeat within the rest first", half + 20, half + 10},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			file := permutedFile(n, func(i int) int {
+				switch i {
+				case c.stored:
+					return 2 * 7 // loaded, at i 7
+				case c.repeated:
+					return order(half + 1)
+				}
+				return order(i)
+			})
+			_, wantErr := ordinary.Import(ctx, strings.NewReader(strings.ReplaceAll(file, `"Bulk"`, `"Other"`)), nil)
+			var ie *ImportError
+			require.ErrorAs(t, wantErr, &ie)
+			require.Equal(t, 3+min(c.stored, c.repeated), ie.Line)
+			_, err := db.Import(ctx, strings.NewReader(strings.ReplaceAll(file, `"Bulk"`, `"Other"`)), &ImportOptions{Exclusive: true})
+			require.Error(t, err)
+			assert.Equal(t, wantErr.Error(), err.Error())
+			assert.Empty(t, sortFiles(t, dir))
+			_, err = db.Table("Other").Get(ctx, "p000", inOrder(0))
+			assert.ErrorIs(t, err, ErrTableNotFound)
+		})
+	}
+	assert.Equal(t, n, entityKeys(t, db))
+}

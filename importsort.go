@@ -12,6 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/tabuladb/tabula/storage"
 )
 
 // tableSorter gathers the entities of a table that came out of key order, for an
@@ -31,8 +33,11 @@ type tableSorter struct {
 	starts  []uint64
 	runSize int
 	files   []*os.File
-	count   int   // entities added
-	bytes   int64 // their keys' and records' bytes
+	// loaded is the last key a direct load of the table stored before the sort began;
+	// nil when none did.
+	loaded []byte
+	count  int   // entities added
+	bytes  int64 // their keys' and records' bytes
 }
 
 // sortFilePattern names the sorter's files in the database's directory.
@@ -257,26 +262,63 @@ func (h *mergeHeap) Pop() any {
 }
 
 // outOfOrder handles an entity whose key is not after every one before it in its table.
-// A direct load takes keys in order only: one under way ends, and the rest of the table
-// goes the ordinary way. But a table that may be loaded directly and whose load has not
-// begun (the entities read so far are all in the batch) is sorted instead (tableSorter),
-// from its first entity, in the database's directory, and loaded at its end (writeSorted).
+// A direct load takes keys in order only. A table that may be loaded directly and whose
+// load has not begun (the entities read so far are all in the batch) is sorted instead
+// (tableSorter), from its first entity, in the database's directory, and loaded at its end
+// (writeSorted). One whose load has begun ends it, and its rest is sorted and loaded the
+// same way, its keys up to the last one loaded looked up in the store first; under
+// BestEffort, which would have to leave such repeats out of the load, the rest goes the
+// ordinary way.
 func (l *loader) outOfOrder() error {
-	if l.load == nil && l.mayLoad() {
-		if dir, memory := l.db.store.LoadSpace(); dir != "" {
-			l.sorter = newTableSorter(dir, memory)
-			for i := range l.batch {
-				e := &l.batch[i]
-				if err := l.sorter.add(e.key, e.record, e.line, e.path); err != nil {
-					return err
-				}
+	dir, memory := l.db.store.LoadSpace()
+	switch {
+	case dir == "" || l.sorter != nil:
+	case l.load == nil && l.mayLoad():
+		l.sorter = newTableSorter(dir, memory)
+		for i := range l.batch {
+			e := &l.batch[i]
+			if err := l.sorter.add(e.key, e.record, e.line, e.path); err != nil {
+				return err
 			}
-			clear(l.batch)
-			l.batch, l.size = l.batch[:0], 0
 		}
+		clear(l.batch)
+		l.batch, l.size = l.batch[:0], 0
+	case l.load != nil && !l.opts.BestEffort:
+		if err := l.endLoad(); err != nil {
+			return err
+		}
+		l.sorter = newTableSorter(dir, memory)
+		l.sorter.loaded = bytes.Clone(l.cur.maxKey)
 	}
 	l.cur.unsorted = true
 	return l.endLoad()
+}
+
+// errPastLoaded ends storedRepeats' pass at the first key after those loaded.
+var errPastLoaded = errors.New("past the keys loaded")
+
+// storedRepeats finds the entity, first in the file, of those the sorter holds whose key
+// a load of the table before the sort stored already.
+func (l *loader) storedRepeats(s *tableSorter) (*sortedEntity, error) {
+	var repeat *sortedEntity
+	past := false
+	err := l.db.view(l.ctx, func(tx *storage.Txn) error {
+		return s.merge(func(e *sortedEntity) error {
+			if bytes.Compare(e.key, s.loaded) > 0 {
+				past = true
+				return errPastLoaded
+			}
+			found, err := tx.Get(e.key, nil)
+			if err == nil && found && (repeat == nil || e.line < repeat.line) {
+				repeat = &sortedEntity{key: bytes.Clone(e.key), path: e.path, line: e.line}
+			}
+			return err
+		})
+	})
+	if past {
+		err = nil
+	}
+	return repeat, err
 }
 
 // writeSorted writes the table the sorter gathered, in key order: through a direct load
@@ -296,13 +338,19 @@ func (l *loader) writeSorted() error {
 	if err := l.ctx.Err(); err != nil {
 		return err
 	}
-	if !l.noLoad && (int64(s.count) >= loadFrom || s.bytes >= loadFromBytes) {
+	var repeat *sortedEntity
+	if s.loaded != nil {
+		var err error
+		if repeat, err = l.storedRepeats(s); err != nil {
+			return err
+		}
+	}
+	if repeat == nil && !l.noLoad && (int64(s.count) >= loadFrom || s.bytes >= loadFromBytes) {
 		if err := l.startLoad(); err != nil {
 			return err
 		}
 	}
 	var prev []byte
-	var repeat *sortedEntity
 	skipped, n := 0, 0
 	err := s.merge(func(e *sortedEntity) error {
 		if n++; n%4096 == 0 {

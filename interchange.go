@@ -113,15 +113,15 @@ type ImportOptions struct {
 	// and large (32,768 entities or 32 MiB) is then written straight into a level of the
 	// store's tree, each byte once: on disk at less than half the CPU of the ordinary way
 	// (BENCHMARKS.md, "Export and import"). A table in key order (as exports write it) is
-	// written as it is read; one out of key order in its first 32,768 entities is sorted
-	// first, in runs of an eighth of the MemoryBudget written to temporary files in the
-	// database's directory (removed when the table is written, or the import fails), and
-	// written at its end. Meanwhile every other use of the DB waits, so Progress must not use
-	// it. Each such table takes a level of the store's tree (there are six) until Badger's
-	// compactions move it down. The rest of a table that leaves key order later, a database
-	// in memory or opened with SyncWrites, one whose tree has no level left, and one whose
-	// writes since the last load would make the load rewrite much of what is stored take the
-	// ordinary way; the guarantees are the same either way.
+	// written as it is read; what comes out of key order is sorted first, in runs of an
+	// eighth of the MemoryBudget written to temporary files in the database's directory
+	// (removed when the table is written, or the import fails), and written at the table's
+	// end. Meanwhile every other use of the DB waits, so Progress must not use it. Each load
+	// takes a level of the store's tree (there are six) until Badger's compactions move it
+	// down. The rest of a table that leaves key order after its load began, with BestEffort
+	// set; a database in memory or opened with SyncWrites; one whose tree has no level left;
+	// and one whose writes since the last load would make a load rewrite much of what is
+	// stored take the ordinary way. The guarantees are the same either way.
 	Exclusive bool
 	// Progress, when set, is called after each table and every ProgressEvery entities.
 	// An error it returns stops the import.
