@@ -301,7 +301,7 @@ func (l *loader) entity(rec *wire.Record) error {
 	t.maxTicks = max(t.maxTicks, ticks)
 	if l.sorter != nil {
 		if err := l.sorter.add(key, encodeRecord(ticks, e.Properties, names), rec.Line, rec.Path); err != nil {
-			return err
+			return atLine(err, rec.Line)
 		}
 		l.p.Entities++
 		l.p.TableEntities++

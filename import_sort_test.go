@@ -3,6 +3,7 @@ package tabula
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -254,4 +255,20 @@ func TestImportExclusiveSortsAfterLoad(t *testing.T) {
 		})
 	}
 	assert.Equal(t, n, entityKeys(t, db))
+}
+
+// A sorter that cannot write its files fails with an error naming the directory, which
+// the import gives the line it was at.
+func TestTableSorterFileError(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "gone")
+	s := newTableSorter(dir, 1<<10)
+	defer s.close()
+	var err error
+	for i := 0; err == nil && i < 10; i++ {
+		err = s.add(fmt.Appendf(nil, "k%d", i), make([]byte, 600), i+1, "")
+	}
+	require.Error(t, err)
+	err = atLine(err, 7)
+	assert.Contains(t, err.Error(), "line 7: sorting the table out of key order in the database's directory "+dir+": ")
+	assert.ErrorIs(t, err, os.ErrNotExist)
 }

@@ -147,8 +147,29 @@ func (s *tableSorter) spill() (err error) {
 	return nil
 }
 
-func (s *tableSorter) fileError(err error) error {
-	return fmt.Errorf("sorting a table out of key order in the database's directory %s: %w", s.dir, err)
+func (s *tableSorter) fileError(err error) error { return &sortFileError{dir: s.dir, err: err} }
+
+// sortFileError is the sorter's failure to write or read its files (a full disk), which
+// the import names the line of (atLine).
+type sortFileError struct {
+	dir  string
+	err  error
+	line int
+}
+
+func (e *sortFileError) Error() string {
+	return fmt.Sprintf("line %d: sorting the table out of key order in the database's directory %s: %v", e.line, e.dir, e.err)
+}
+
+func (e *sortFileError) Unwrap() error { return e.err }
+
+// atLine gives a sorter's failure among errs the line the import was at.
+func atLine(err error, line int) error {
+	var fe *sortFileError
+	if errors.As(err, &fe) {
+		fe.line = line
+	}
+	return err
 }
 
 // close removes the sorter's files.
@@ -278,7 +299,7 @@ func (l *loader) outOfOrder() error {
 		for i := range l.batch {
 			e := &l.batch[i]
 			if err := l.sorter.add(e.key, e.record, e.line, e.path); err != nil {
-				return err
+				return atLine(err, e.line)
 			}
 		}
 		clear(l.batch)
@@ -302,8 +323,9 @@ var errPastLoaded = errors.New("past the keys loaded")
 func (l *loader) storedRepeats(s *tableSorter) (*sortedEntity, error) {
 	var repeat *sortedEntity
 	past := false
+	var fileErr *sortFileError // kept from view, which would make it an internal error
 	err := l.db.view(l.ctx, func(tx *storage.Txn) error {
-		return s.merge(func(e *sortedEntity) error {
+		err := s.merge(func(e *sortedEntity) error {
 			if bytes.Compare(e.key, s.loaded) > 0 {
 				past = true
 				return errPastLoaded
@@ -314,9 +336,16 @@ func (l *loader) storedRepeats(s *tableSorter) (*sortedEntity, error) {
 			}
 			return err
 		})
+		if errors.As(err, &fileErr) {
+			return nil
+		}
+		return err
 	})
 	if past {
 		err = nil
+	}
+	if fileErr != nil {
+		return nil, fileErr
 	}
 	return repeat, err
 }
@@ -342,7 +371,7 @@ func (l *loader) writeSorted() error {
 	if s.loaded != nil {
 		var err error
 		if repeat, err = l.storedRepeats(s); err != nil {
-			return err
+			return atLine(err, l.p.Line)
 		}
 	}
 	if repeat == nil && !l.noLoad && (int64(s.count) >= loadFrom || s.bytes >= loadFromBytes) {
@@ -378,7 +407,7 @@ func (l *loader) writeSorted() error {
 		}
 	})
 	if err != nil {
-		return err
+		return atLine(err, l.p.Line)
 	}
 	if repeat != nil {
 		pk, rk, err := decodeEntityKey(repeat.key)
