@@ -85,7 +85,20 @@ type loader struct {
 	// nil when its entities go through bulk; noLoad says the store refused one.
 	load   *storage.Load
 	noLoad bool
+	// ids are table IDs the import reserved, each with its drop marker, and has not staged a
+	// table in yet (see stageID).
+	ids []uint64
+	// sorter gathers the table being read when it came out of key order before its direct
+	// load began (see outOfOrder); nil otherwise.
+	sorter *tableSorter
 }
+
+// idsAhead is how many table IDs, each with its drop marker, an exclusive import reserves
+// at a time. A drop marker's key sorts before every entity's, and the catalog's and the
+// clock's after them: a marker written as each table begins would put writes on both sides
+// of the table loaded before, which the next direct load's start would then rewrite whole
+// (storage.NewLoad merges the writes since into the level that table is in).
+const idsAhead = 64
 
 // loadFrom and loadFromBytes are how many entities, or bytes of them, of a table in key
 // order an exclusive import gathers before it loads the table directly (storage.Load):
@@ -119,9 +132,9 @@ type stagedEntity struct {
 	path        string
 	pk, rk      string
 	props       Properties // for a merge's check, with ExistingMerge into a table that exists
-	// check: its key is not after every key before it, so it may be in the table twice
+	// mayRepeat: its key is not after every key before it, so it may be in the table twice
 	// (a file in key order, as exports are, never needs the look-up).
-	check bool
+	mayRepeat bool
 }
 
 func (l *loader) run() (Progress, error) {
@@ -149,7 +162,9 @@ func (l *loader) run() (Progress, error) {
 	if err := l.bulk.Flush(); err != nil {
 		return l.fail(storageError(err))
 	}
-	return l.p, l.publish(l.staged)
+	err := l.publish(l.staged)
+	l.releaseIDs()
+	return l.p, err
 }
 
 // readRecord is a record of the file read ahead, or the error in its place.
@@ -235,12 +250,7 @@ func (l *loader) beginTable(rec *wire.Record) error {
 		return err
 	}
 	t := &stagedTable{ns: ns, name: rec.Table, line: rec.Line, policies: policies, acl: rec.AccessPolicies != nil}
-	if err := l.db.update(l.ctx, func(tx *storage.Txn) (err error) {
-		if t.id, err = allocateTableID(tx); err != nil {
-			return err
-		}
-		return tx.Set(dropKey(t.id), nil)
-	}); err != nil {
+	if t.id, err = l.stageID(); err != nil {
 		return err
 	}
 	l.staged = append(l.staged, t)
@@ -274,12 +284,11 @@ func (l *loader) entity(rec *wire.Record) error {
 	t := l.cur
 	key := entityKey(t.id, e.PartitionKey, e.RowKey)
 	// A key after every key before it cannot be a repeat; only the others are looked up.
-	check := t.maxKey != nil && bytes.Compare(key, t.maxKey) <= 0
-	if !check {
+	mayRepeat := t.maxKey != nil && bytes.Compare(key, t.maxKey) <= 0
+	if !mayRepeat {
 		t.maxKey = append(t.maxKey[:0], key...)
 	} else {
-		t.unsorted = true
-		if err := l.endLoad(); err != nil { // a direct load takes keys in order only
+		if err := l.outOfOrder(); err != nil {
 			return err
 		}
 	}
@@ -290,8 +299,24 @@ func (l *loader) entity(rec *wire.Record) error {
 		}
 	}
 	t.maxTicks = max(t.maxTicks, ticks)
+	if l.sorter != nil {
+		if err := l.sorter.add(key, encodeRecord(ticks, e.Properties, names), rec.Line, rec.Path); err != nil {
+			return atLine(err, rec.Line)
+		}
+		l.p.Entities++
+		l.p.TableEntities++
+		if l.p.Entities%importBatchEntities == 0 {
+			if err := l.ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if l.p.Entities%l.every == 0 {
+			return l.progress()
+		}
+		return nil
+	}
 	se := stagedEntity{key: key, record: encodeRecord(ticks, e.Properties, names), line: rec.Line, path: rec.Path,
-		pk: e.PartitionKey, rk: e.RowKey, check: check}
+		pk: e.PartitionKey, rk: e.RowKey, mayRepeat: mayRepeat}
 	if t.target != 0 && l.opts.Existing == ExistingMerge {
 		se.props = e.Properties
 	}
@@ -315,6 +340,9 @@ func (l *loader) endTable() error {
 		l.skipping = false
 		return nil
 	}
+	if err := l.writeSorted(); err != nil {
+		return err
+	}
 	if err := l.flush(); err != nil {
 		return err
 	}
@@ -331,7 +359,8 @@ func (l *loader) endTable() error {
 	return l.progress()
 }
 
-// flush stages the batch, after screening it where it needs it.
+// flush stages the batch, after checking its entities for repeats and against the stored
+// table where they need it.
 func (l *loader) flush() error {
 	if len(l.batch) == 0 {
 		return nil
@@ -343,7 +372,7 @@ func (l *loader) flush() error {
 	if err := l.ctx.Err(); err != nil {
 		return err
 	}
-	if l.load != nil { // keys in order, into a table new or replaced: nothing to screen
+	if l.load != nil { // keys in order, into a table new or replaced: nothing to check
 		for i := range l.batch {
 			if err := l.load.Set(l.batch[i].key, l.batch[i].record); err != nil {
 				return storageError(err)
@@ -351,9 +380,9 @@ func (l *loader) flush() error {
 		}
 		return nil
 	}
-	checks := slices.ContainsFunc(l.batch, func(e stagedEntity) bool { return e.check })
-	if checks || l.cur.target != 0 && l.opts.Existing != ExistingReplace {
-		if err := l.screen(checks); err != nil {
+	repeats := slices.ContainsFunc(l.batch, func(e stagedEntity) bool { return e.mayRepeat })
+	if repeats || l.cur.target != 0 && l.opts.Existing != ExistingReplace {
+		if err := l.checkRepeatsAndStored(repeats); err != nil {
 			return err
 		}
 	}
@@ -370,6 +399,11 @@ func (l *loader) flush() error {
 // fail ends a failed import: what was staged is dropped, except, under BestEffort, the
 // whole tables read before the failure, which are published.
 func (l *loader) fail(err error) (Progress, error) {
+	defer l.releaseIDs()
+	if l.sorter != nil {
+		l.sorter.close()
+		l.sorter = nil
+	}
 	if l.load != nil {
 		l.load.Cancel()
 		l.load = nil
@@ -438,6 +472,55 @@ func (l *loader) startLoad() error {
 	return nil
 }
 
+// stageID is the ID of a table to stage, whose drop marker is stored: one the import
+// reserved, or, when it has none left, the first of those it reserves now (idsAhead of them
+// in an exclusive import, otherwise one).
+func (l *loader) stageID() (uint64, error) {
+	if len(l.ids) == 0 {
+		n := 1
+		if l.opts.Exclusive {
+			n = idsAhead
+		}
+		if err := l.db.update(l.ctx, func(tx *storage.Txn) error {
+			ids := make([]uint64, n)
+			for i := range ids {
+				id, err := allocateTableID(tx)
+				if err != nil {
+					return err
+				}
+				if err := tx.Set(dropKey(id), nil); err != nil {
+					return err
+				}
+				ids[i] = id
+			}
+			l.ids = ids
+			return nil
+		}); err != nil {
+			return 0, err
+		}
+	}
+	id := l.ids[0]
+	l.ids = l.ids[1:]
+	return id, nil
+}
+
+// releaseIDs deletes the drop markers of the IDs the import reserved and did not use, which
+// hold nothing. Should it fail, they stay, and the next Open's drops delete them.
+func (l *loader) releaseIDs() {
+	if len(l.ids) == 0 {
+		return
+	}
+	_ = l.db.store.Update(func(tx *storage.Txn) error {
+		for _, id := range l.ids {
+			if err := tx.Delete(dropKey(id)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	l.ids = nil
+}
+
 // loadStarted, when set (by tests), is called as each direct load starts.
 var loadStarted func()
 
@@ -504,20 +587,20 @@ func (db *DB) leaseTick() (int64, bool) {
 	return db.lastTicks, true
 }
 
-// screen looks up the batch's entities that need it: those that may be in the file twice
-// (check), and, in a table that exists, the stored entity of the same keys, which
+// checkRepeatsAndStored looks up the batch's entities that need it: those that may be in
+// the file twice (mayRepeat, when repeats says some are), and, in a table that exists, the stored entity of the same keys, which
 // ExistingFail refuses, ExistingSkip keeps and ExistingMerge must merge with within the
 // limits. An entity the batch leaves out gets a nil key, counted as skipped: ExistingSkip's
 // always, the others' under BestEffort; otherwise the first one is the import's error.
-func (l *loader) screen(checks bool) error {
-	if checks {
+func (l *loader) checkRepeatsAndStored(repeats bool) error {
+	if repeats {
 		// The keys staged before must be visible to the look-ups.
 		if err := l.bulk.Flush(); err != nil {
 			return storageError(err)
 		}
 	}
-	var seen map[string]struct{} // the batch's keys so far, when some are checked
-	if checks {
+	var seen map[string]struct{} // the batch's keys so far, when some may repeat
+	if repeats {
 		seen = make(map[string]struct{}, len(l.batch))
 	}
 	t, policy := l.cur, l.opts.Existing
@@ -527,7 +610,7 @@ func (l *loader) screen(checks bool) error {
 			e := &l.batch[i]
 			var why string
 			var code *Error
-			if e.check { // a key not after the one before: it may be staged already
+			if e.mayRepeat { // a key not after the one before: it may be staged already
 				found, err := tx.Get(e.key, nil)
 				if err != nil {
 					return err
@@ -574,8 +657,7 @@ func (l *loader) screen(checks bool) error {
 				continue
 			}
 			if !l.opts.BestEffort {
-				return &ImportError{Line: e.line, Field: cmp.Or(e.path, "PartitionKey, RowKey"), Rule: fmt.Sprintf("entity (%q, %q) %s", e.pk, e.rk, why),
-					Err: code.WithDetail("entity (%q, %q)", e.pk, e.rk)}
+				return entityError(e.line, e.path, e.pk, e.rk, why, code)
 			}
 			skipped++
 			e.key = nil
@@ -681,7 +763,7 @@ func (l *loader) lockExisting(staged []*stagedTable) error {
 // replaceInto copies the stored entities of the table t replaces into its staging area,
 // by the policy: an entity the file does not have is copied; one it has is the file's
 // (ExistingReplace), the merge of both (ExistingMerge), or, where it was written since it
-// was screened, the stored one (ExistingSkip) or an error (ExistingFail).
+// was checked, the stored one (ExistingSkip) or an error (ExistingFail).
 func (l *loader) replaceInto(t *stagedTable) error {
 	policy := l.opts.Existing
 	lower, upper := tableBounds(t.replaces.rec.ID)

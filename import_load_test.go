@@ -2,9 +2,12 @@ package tabula
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/tabuladb/tabula/storage"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -194,4 +197,51 @@ func TestImportFilter(t *testing.T) {
 
 	_, err = db.Import(ctx, strings.NewReader("not read"), &ImportOptions{Filter: "N lt"})
 	assert.ErrorIs(t, err, ErrInvalidInput)
+}
+
+// Every table of an exclusive import large enough loads directly, not only the first: the
+// second starts on a tree past what a load's start may rewrite (storage.NewLoad), which
+// the writes between the two leave alone. The database checks out afterwards.
+func TestImportExclusiveLoadsEveryTable(t *testing.T) {
+	defer SetImportLoadFrom(500)()
+	loads := countLoads(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	opts := smallBudget() // the smallest: a load's start may rewrite 32 MiB
+	db, err := Open(dir, opts)
+	require.NoError(t, err)
+	const n = 10_000 // of 4 KB: 40 MB a table
+	pad := strings.Repeat("x", 4000)
+	var b strings.Builder
+	b.WriteString(`{"@tabula":"export","version":1}` + "\n")
+	for _, name := range []string{"One", "Two"} {
+		fmt.Fprintf(&b, `{"@tabula":"table","account":"","table":%q}`+"\n", name)
+		for i := range n {
+			fmt.Fprintf(&b, `{"PartitionKey":"p%03d","RowKey":%q,"Timestamp":"2024-01-02T03:04:05Z","Payload":%q}`+"\n", i/100, inOrder(i), pad)
+		}
+		fmt.Fprintf(&b, `{"@tabula":"end","account":"","table":%q,"entities":%d}`+"\n", name, n)
+	}
+	fmt.Fprintf(&b, `{"@tabula":"eof","tables":2,"entities":%d}`+"\n", 2*n)
+	p, err := db.Import(ctx, strings.NewReader(b.String()), &ImportOptions{Exclusive: true})
+	require.NoError(t, err)
+	assert.Equal(t, int64(2*n), p.Entities)
+	assert.Equal(t, int64(2), loads.Load())
+	require.NoError(t, db.Close())
+	db, err = Open(dir, opts)
+	require.NoError(t, err)
+	defer db.Close()
+	require.NoError(t, db.Check(ctx))
+	assert.Equal(t, 2*n, entityKeys(t, db))
+	for _, name := range []string{"One", "Two"} {
+		e, err := db.Table(name).Get(ctx, "p099", inOrder(n-1))
+		require.NoError(t, err)
+		assert.Equal(t, String(pad), e.Properties["Payload"])
+	}
+	// No drop marker is left of the IDs the import reserved and did not use.
+	require.NoError(t, db.store.View(func(tx *storage.Txn) error {
+		it := tx.Scan([]byte{prefixDrop}, []byte{prefixDrop + 1})
+		defer it.Close()
+		assert.False(t, it.Next())
+		return nil
+	}))
 }

@@ -1,10 +1,12 @@
 package tabula
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 
 	"github.com/tabuladb/tabula/internal/wire"
@@ -26,7 +28,8 @@ func CheckImport(ctx context.Context, r io.Reader, opts *ImportOptions) (Progres
 	}
 	var (
 		tables   = map[string]int{} // lower-case account and name → line
-		keys     map[string]struct{}
+		keys     keySet
+		key      []byte
 		skipping bool
 	)
 	check := func(rec *wire.Record) error {
@@ -46,7 +49,7 @@ func CheckImport(ctx context.Context, r io.Reader, opts *ImportOptions) (Progres
 				return &ImportError{Line: rec.Line, Field: field, Rule: fmt.Sprintf("table %q is in the file twice, at lines %d and %d", rec.Table, line, rec.Line), Err: ErrInvalidInput}
 			}
 			tables[name] = rec.Line
-			keys = map[string]struct{}{}
+			keys.reset()
 			im.p.Account, im.p.Table, im.p.InTable, im.p.TableEntities = rec.Account, rec.Table, true, 0
 			_, err := tablePolicies(rec)
 			return err
@@ -59,11 +62,10 @@ func CheckImport(ctx context.Context, r io.Reader, opts *ImportOptions) (Progres
 				return nil
 			}
 			if err == nil {
-				key := string(entityKey(0, e.PartitionKey, e.RowKey))
-				if _, twice := keys[key]; twice {
+				key = appendEntityKey(key[:0], 0, e.PartitionKey, e.RowKey)
+				if keys.add(key) {
 					err = ErrInvalidInput.WithDetail("entity (%q, %q) is in the table twice", e.PartitionKey, e.RowKey)
 				}
-				keys[key] = struct{}{}
 			}
 			if err != nil {
 				if opts.BestEffort {
@@ -85,7 +87,7 @@ func CheckImport(ctx context.Context, r io.Reader, opts *ImportOptions) (Progres
 				skipping = false
 				return nil
 			}
-			keys = nil
+			keys = keySet{} // its memory goes
 			im.p.Tables++
 			im.p.InTable = false
 			return im.progress()
@@ -109,4 +111,49 @@ func CheckImport(ctx context.Context, r io.Reader, opts *ImportOptions) (Progres
 			return im.p, err
 		}
 	}
+}
+
+// keySet holds the keys of a table's entities, for CheckImport to find a repeat. Keys in
+// ascending order, as exports write them, go into one buffer, back to back: a key after
+// the last cannot be a repeat, and a later one is searched for there. Only the keys from
+// the first one out of order on go into a map. A table in key order then costs an append
+// an entity, and its keys' bytes and an offset each, where a map costs a hash, an
+// insertion and about three times the memory.
+type keySet struct {
+	sorted []byte
+	ends   []int // where each key of sorted ends
+	others map[string]struct{}
+}
+
+func (s *keySet) reset() {
+	s.sorted, s.ends, s.others = s.sorted[:0], s.ends[:0], nil
+}
+
+// add adds key and says whether the set held it already.
+func (s *keySet) add(key []byte) (twice bool) {
+	if s.others == nil {
+		if len(s.ends) == 0 || bytes.Compare(key, s.sortedKey(len(s.ends)-1)) > 0 {
+			s.sorted = append(s.sorted, key...)
+			s.ends = append(s.ends, len(s.sorted))
+			return false
+		}
+		s.others = map[string]struct{}{}
+	}
+	i := sort.Search(len(s.ends), func(i int) bool { return bytes.Compare(s.sortedKey(i), key) >= 0 })
+	if i < len(s.ends) && bytes.Equal(s.sortedKey(i), key) {
+		return true
+	}
+	if _, ok := s.others[string(key)]; ok {
+		return true
+	}
+	s.others[string(key)] = struct{}{}
+	return false
+}
+
+func (s *keySet) sortedKey(i int) []byte {
+	start := 0
+	if i > 0 {
+		start = s.ends[i-1]
+	}
+	return s.sorted[start:s.ends[i]]
 }

@@ -110,13 +110,18 @@ type ImportOptions struct {
 	// Exclusive says nothing else uses the DB while DB.Import runs: it was opened for the
 	// import (tabula import --data, tabula serve --import before it listens, a new database
 	// filled with fixtures). A table of the file that is new, or replaced (ExistingReplace),
-	// whose entities come in key order (as exports write them) and that is large (32,768
-	// entities or 32 MiB) is then written straight into the bottom of the store, each byte
-	// once: on disk at less than half the CPU of the ordinary way (BENCHMARKS.md, "Export
-	// and import"). Meanwhile every other use of the DB waits, so Progress must not use it.
-	// The rest of a table out of key order, a database in memory, opened with SyncWrites or
-	// already larger than a few of its memtables take the ordinary way; the guarantees are
-	// the same either way.
+	// and large (32,768 entities or 32 MiB) is then written straight into a level of the
+	// store's tree, each byte once: on disk at less than half the CPU of the ordinary way
+	// (BENCHMARKS.md, "Export and import"). A table in key order (as exports write it) is
+	// written as it is read; what comes out of key order is sorted first, in runs of an
+	// eighth of the MemoryBudget written to temporary files in the database's directory
+	// (removed when the table is written, or the import fails), and written at the table's
+	// end. Meanwhile every other use of the DB waits, so Progress must not use it. Each load
+	// takes a level of the store's tree (there are six) until Badger's compactions move it
+	// down. The rest of a table that leaves key order after its load began, with BestEffort
+	// set; a database in memory or opened with SyncWrites; one whose tree has no level left;
+	// and one whose writes since the last load would make a load rewrite much of what is
+	// stored take the ordinary way. The guarantees are the same either way.
 	Exclusive bool
 	// Progress, when set, is called after each table and every ProgressEvery entities.
 	// An error it returns stops the import.
@@ -326,8 +331,8 @@ func checkServiceProperties(rec *wire.Record) error {
 	return nil
 }
 
-// The size of the import's batches: a staged batch's look-ups (see loader.screen), and an
-// ImportService's SubmitBulk.
+// The size of the import's batches: a staged batch's look-ups (see
+// loader.checkRepeatsAndStored), and an ImportService's SubmitBulk.
 const (
 	importBatchEntities = 2000
 	importBatchBytes    = 4 << 20

@@ -145,11 +145,12 @@ func reportRates(b *testing.B, n int, engine, raw time.Duration) {
 // interchangeReader streams the bytes interchangeFile(n) returns, a line at a time, for
 // sizes whose file would not fit in memory (10M entities are 11 GB).
 type interchangeReader struct {
-	n, i  int // entities, and the next one to write
-	state int // 0 the header, 1 entities, 2 the end, 3 done
-	pad   string
-	buf   []byte
-	off   int
+	n, i   int // entities, and the next one to write
+	stride int // when set, the i-th entity written is entity i×stride mod n: out of key order
+	state  int // 0 the header, 1 entities, 2 the end, 3 done
+	pad    string
+	buf    []byte
+	off    int
 }
 
 func newInterchangeReader(n int) *interchangeReader {
@@ -165,7 +166,7 @@ func (r *interchangeReader) Read(p []byte) (int, error) {
 			r.state = 1
 		case 1:
 			for ; r.i < r.n && len(r.buf) < 64<<10; r.i++ {
-				e := interchangeEntity(r.i, r.pad)
+				e := interchangeEntity(int(int64(r.i)*int64(max(r.stride, 1))%int64(r.n)), r.pad)
 				r.buf = fmt.Appendf(r.buf, `{"PartitionKey":%q,"RowKey":%q,"Timestamp":"2024-01-02T03:04:05.1234567Z","N@odata.type":"Edm.Int64","N":"%d","Payload":"%s"}`+"\n",
 					e.PartitionKey, e.RowKey, int64(e.Properties["N"].(tabula.Int64)), r.pad)
 			}
@@ -208,11 +209,17 @@ func (r *interchangeReader) Read(p []byte) (int, error) {
 // exclusive import (until the directory's disk usage stops changing for 5 s). The budget is
 // TABULA_BENCH_BUDGET bytes (default: the default's); TABULA_BENCH_IMPORT_RAW=0 and
 // TABULA_BENCH_IMPORT_ONLINE=0 leave out raw Badger and the online import (at 10M entities
-// each writes about 12 GB).
+// each writes about 12 GB). TABULA_BENCH_IMPORT_SHUFFLED=1 writes the file's entities out
+// of key order (the exclusive import sorts them before its load; raw Badger still writes in
+// key order).
 func BenchmarkImport(b *testing.B) {
 	n := interchangeSize(b)
 	file := filepath.Join(b.TempDir(), "load.jsonl")
-	size := writeFile(b, file, newInterchangeReader(n), false)
+	source := newInterchangeReader(n)
+	if os.Getenv("TABULA_BENCH_IMPORT_SHUFFLED") == "1" {
+		source.stride = 2_654_435_761 // a prime (Knuth's multiplicative hash): every entity comes once, scattered, unless N is a multiple of it
+	}
+	size := writeFile(b, file, source, false)
 	withRaw := os.Getenv("TABULA_BENCH_IMPORT_RAW") != "0"
 	withOnline := os.Getenv("TABULA_BENCH_IMPORT_ONLINE") != "0"
 	budget := benchBudget(b)

@@ -11,8 +11,8 @@ import (
 	"github.com/dgraph-io/ristretto/v2/z"
 )
 
-// Load writes keys given in ascending order straight into the LSM tree, below what it
-// holds, as table files (Badger's StreamWriter): no log, no memtable, and no compaction
+// Load writes keys given in ascending order straight into a level of the LSM tree, as
+// table files (Badger's StreamWriter): no log, no memtable, and no compaction
 // rewrites them level by level on the way down, so a load costs about one write of its
 // bytes where a Bulk costs one per level (about six for a gigabyte at the default budget).
 // Badger takes no other write while it streams, so from NewLoad until Finish or Cancel a
@@ -44,8 +44,9 @@ type Load struct {
 
 // ErrNoLoad is NewLoad's refusal when the store cannot be loaded that way, or not cheaply:
 // it is in memory, open read-only, opened with SyncWrites (whose value-log collection runs
-// beside), or holds more than a few tables already (Badger merges its levels into one
-// before it streams; see loadMaxTree). A Bulk does the same job.
+// beside), writing what its memtables hold into the tree would rewrite more than
+// loadMaxRewrite of it, or the tree has no level left above its data (see NewLoad). A Bulk
+// does the same job.
 var ErrNoLoad = errors.New("storage: the store does not take a direct load; use a Bulk")
 
 // errUnsorted is Load.Set's refusal of a key not after the one before.
@@ -55,14 +56,22 @@ var errUnsorted = errors.New("storage: load: keys out of order")
 // table being built holds at most a table's worth more.
 const loadChunk = 4 << 20
 
-// loadMaxTree is the size of the largest LSM tree a Load starts on. Badger streams only into
-// a tree with nothing in level 0 and its memtables empty, so NewLoad writes them out and
-// Badger merges what is above the lowest level into it: cheap for a new store or one a
-// previous load filled, a rewrite of the store for one that grew by ordinary writes.
-func loadMaxTree(bo badger.Options) int64 { return 8 * bo.MemTableSize }
+// loadMaxRewrite is the most of the tree a Load's start may rewrite. Badger streams only
+// into a tree with its memtables and level 0 empty, so NewLoad writes the memtables out to
+// level 0 and Badger merges level 0 into the level below it that holds data (its base
+// level; it never puts newer writes under older ones), rewriting that level's tables whose
+// keys fall between level 0's first and last key. After an earlier load that level holds
+// the loaded keys: writes since that are all after them (or all before) rewrite next to
+// nothing, writes on both sides of them rewrite them all.
+func loadMaxRewrite(bo badger.Options) int64 { return 8 * bo.MemTableSize }
 
 // NewLoad starts a direct load (see Load), or refuses with ErrNoLoad. It waits for the uses
 // of the store under way to end.
+//
+// Badger writes a load's tables into the level above the highest one holding data (an
+// empty store's are written into the lowest), so each load of a store takes a level; the
+// tree has six below level 0, which Badger's compactions empty again by moving their data
+// down. A load that would have to go into level 0 is refused.
 func (d *DB) NewLoad() (*Load, error) {
 	// A store with SyncWrites collects value-log garbage in the background, with a pass that
 	// holds an iterator of the Badger instance across a moment with no lock held
@@ -86,29 +95,37 @@ func (d *DB) NewLoad() (*Load, error) {
 	if d.bdb.IsClosed() {
 		return nil, badger.ErrDBClosed
 	}
+	// Badger streams only with its memtables and level 0 empty (with tables in level 0,
+	// PrepareIncremental flattens the tree and starts a second set of compactors, which
+	// outlive Close). Closing writes the memtables out to level 0, and closing with
+	// CompactL0OnClose merges level 0 into the level below. A tree within loadMaxRewrite
+	// is closed that way at once; a larger one is closed plainly first, so that what the
+	// merge would rewrite can be measured from level 0's tables before it is done.
+	// (An open costs tens of milliseconds, so there are three at most; a store whose level 0
+	// is empty after the merge keeps the option, which costs its Close a compaction.)
 	var tree int64
 	for _, l := range d.bdb.Levels() {
 		tree += l.Size
 	}
-	if tree > loadMaxTree(d.bo) {
-		return nil, ErrNoLoad
-	}
-	// Badger streams only with its memtables and level 0 empty (with tables in level 0,
-	// PrepareIncremental flattens the tree and starts a second set of compactors, which
-	// outlive Close). Closing writes the memtables out to level 0, and closing with
-	// CompactL0OnClose merges level 0 into the level below.
-	// (An open costs tens of milliseconds, so there are two at most; a store whose level 0
-	// is empty after the first keeps the option, which costs its Close a compaction.)
-	if err := d.reopen(d.bo.WithCompactL0OnClose(true)); err != nil {
+	small := tree <= loadMaxRewrite(d.bo)
+	if err := d.reopen(d.bo.WithCompactL0OnClose(small)); err != nil {
 		return nil, err
+	}
+	if !small && d.bdb.Levels()[0].NumTables > 0 {
+		if mergeCost(d.bdb.Tables()) > loadMaxRewrite(d.bo) {
+			return nil, ErrNoLoad
+		}
+		if err := d.reopen(d.bo.WithCompactL0OnClose(true)); err != nil {
+			return nil, err
+		}
 	}
 	if d.bdb.Levels()[0].NumTables > 0 {
 		if err := d.reopen(d.bo); err != nil {
 			return nil, err
 		}
 	}
-	if d.bdb.Levels()[0].NumTables > 0 {
-		return nil, ErrNoLoad
+	if levels := d.bdb.Levels(); levels[0].NumTables > 0 || len(levels) > 1 && levels[1].NumTables > 0 {
+		return nil, ErrNoLoad // the load would go into level 0
 	}
 	bdb := d.bdb
 	sw := bdb.NewStreamWriter()
@@ -143,6 +160,46 @@ func (d *DB) reopen(bo badger.Options) error {
 	}
 	d.bdb = bdb
 	return nil
+}
+
+// mergeCost is how many bytes of the tables below level 0 merging level 0 into its base
+// level would rewrite, at most: the tables of the highest level below 0 that holds any
+// (Badger's base level is never below it) whose keys overlap level 0's.
+func mergeCost(tables []badger.TableInfo) int64 {
+	var lo, hi []byte
+	base := 0
+	for _, t := range tables {
+		left, right := userKey(t.Left), userKey(t.Right)
+		switch {
+		case t.Level == 0:
+			if lo == nil || bytes.Compare(left, lo) < 0 {
+				lo = left
+			}
+			if hi == nil || bytes.Compare(right, hi) > 0 {
+				hi = right
+			}
+		case base == 0 || t.Level < base:
+			base = t.Level
+		}
+	}
+	if base == 0 {
+		return 0
+	}
+	var cost int64
+	for _, t := range tables {
+		if t.Level == base && bytes.Compare(userKey(t.Left), hi) <= 0 && bytes.Compare(userKey(t.Right), lo) >= 0 {
+			cost += int64(t.OnDiskSize)
+		}
+	}
+	return cost
+}
+
+// userKey is a key of the tree without the version Badger appends to it.
+func userKey(k []byte) []byte {
+	if len(k) < 8 {
+		return k
+	}
+	return k[:len(k)-8]
 }
 
 func newLoadBuffer() *z.Buffer { return z.NewBuffer(loadChunk+loadChunk/8, "storage.Load") }
@@ -247,4 +304,14 @@ func (l *Load) end(keep bool) error {
 		return l.d.failDisk(err)
 	}
 	return nil
+}
+
+// LoadSpace says where a load's caller may keep temporary files, the store's directory
+// ("" in memory), and how much memory it may hold gathering a load's keys: an eighth of
+// the budget, the size of the memtables and table buffers a load leaves unused.
+func (d *DB) LoadSpace() (dir string, memory int) {
+	if d.mem != nil {
+		return "", 0
+	}
+	return d.bo.Dir, int(8 * d.bo.MemTableSize)
 }
