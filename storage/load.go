@@ -76,7 +76,7 @@ func (d *DB) NewLoad() (*Load, error) {
 	// A store with SyncWrites collects value-log garbage in the background, with a pass that
 	// holds an iterator of the Badger instance across a moment with no lock held
 	// (collectGarbage): the reopen below would close it under the pass's feet.
-	if d.mem != nil || d.damaged != nil || d.space.readOnly.Load() != nil || d.stopGC != nil {
+	if d.badgerDB == nil || d.damaged != nil || d.space.readOnly.Load() != nil || d.stopGC != nil {
 		return nil, ErrNoLoad
 	}
 	if err := d.refuseFailed(); err != nil {
@@ -310,7 +310,7 @@ func (l *Load) end(keep bool) error {
 // ("" in memory), and how much memory it may hold gathering a load's keys: an eighth of
 // the budget, the size of the memtables and table buffers a load leaves unused.
 func (d *DB) LoadSpace() (dir string, memory int) {
-	if d.mem != nil {
+	if d.badgerDB == nil {
 		return "", 0
 	}
 	return d.bo.Dir, int(8 * d.bo.MemTableSize)

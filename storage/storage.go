@@ -102,9 +102,8 @@ var ErrContention = errors.New("storage: transaction kept conflicting with concu
 type DB struct {
 	// e is the engine, in memory or Badger's, which Open chooses once; DB's methods go to it.
 	e engine
-	// mem is e in memory, nil on disk, and *badgerDB is e on disk, nil in memory: the Badger
-	// half's own code (the direct load, load.go) reaches Badger's state through it.
-	mem *memDB
+	// *badgerDB is e on disk, nil in memory: the Badger half's own code (the direct load,
+	// load.go) reaches Badger's state through it.
 	*badgerDB
 }
 
@@ -124,7 +123,7 @@ type engine interface {
 }
 
 // newMemoryDB is the DB of an in-memory store.
-func newMemoryDB(m *memDB) *DB { return &DB{e: m, mem: m} }
+func newMemoryDB(m *memDB) *DB { return &DB{e: m} }
 
 // badgerDB is a store on disk, in Badger.
 type badgerDB struct {
